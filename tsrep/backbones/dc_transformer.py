@@ -1,0 +1,193 @@
+"""The (EA-)DC-Transformer for time series (paper 002, Sec. 3.3, Eq. 6; DESIGN.md section 2).
+
+Each layer splits its d output channels between an attention branch (round(p * d) channels,
+evolving when alpha or beta > 0) and a causal dilated convolution branch (the rest):
+
+    R^i = Concat(H^i, D^i),  H^i = MHA_evolving(X),  D^i = DilatedConv(X)
+
+p = 0 builds no attention, p = 1 no convolution, alpha = beta = 0 no map convolution: the
+degenerate models of the paper's tables are exact and count only parameters that run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from tsrep.nn import CausalDilatedConv1d, MultiHeadAttention, SequenceNorm
+
+
+def split_width(d_model: int, p: float) -> tuple[int, int]:
+    """Channels of the attention branch and of the convolution branch for fraction p."""
+    d_attn = int(round(p * d_model))
+    return d_attn, d_model - d_attn
+
+
+class DCTransformerLayer(nn.Module):
+    """One EA-DC-Transformer layer: [attention | dilated conv] -> norm -> FFN -> norm.
+
+    Residual connections around the mixing step and the FFN follow TST (the paper omits them
+    from its equations "for brevity").
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        p: float,
+        alpha: float,
+        beta: float,
+        attn_kernel_size: int,
+        kernel_size: int,
+        dilation: int,
+        dim_feedforward: int,
+        dropout: float,
+        norm: str,
+    ):
+        super().__init__()
+        d_attn, d_conv = split_width(d_model, p)
+        self.attention = (
+            MultiHeadAttention(d_model, d_attn, n_heads, alpha, beta, attn_kernel_size, dropout)
+            if d_attn > 0
+            else None
+        )
+        self.conv = CausalDilatedConv1d(d_model, d_conv, kernel_size, dilation) if d_conv > 0 else None
+        self.act = nn.LeakyReLU()
+        self.dropout = nn.Dropout(dropout)
+        self.norm1 = SequenceNorm(norm, d_model)
+        self.ffn = nn.Sequential(
+            nn.Linear(d_model, dim_feedforward),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(dim_feedforward, d_model),
+        )
+        self.norm2 = SequenceNorm(norm, d_model)
+
+    def forward(
+        self, x: torch.Tensor, valid: torch.Tensor | None, prev_logits: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """
+        x: (B, T, d); valid: (B, T) bool or None; prev_logits: (B, K, T, T) or None
+        returns (B, T, d) and the logits to carry on (prev_logits when this layer has no attention)
+        """
+        parts = []
+        logits = prev_logits
+        if self.attention is not None:
+            h, new_logits = self.attention(x, valid, prev_logits)
+            if new_logits is not None:
+                logits = new_logits
+            parts.append(h)
+        if self.conv is not None:
+            parts.append(self.act(self.conv(x.transpose(1, 2))).transpose(1, 2))
+        r = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+        x = self.norm1(x + self.dropout(r), valid)
+        x = self.norm2(x + self.dropout(self.ffn(x)), valid)
+        return x, logits
+
+
+class DCTransformerBlock(nn.Module):
+    """Two layers with the same dilation, then a residual over the block and a norm."""
+
+    def __init__(self, n_layers: int = 2, norm: str = "layer", d_model: int = 64, **layer_kwargs):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DCTransformerLayer(d_model=d_model, norm=norm, **layer_kwargs) for _ in range(n_layers)
+        )
+        self.norm = SequenceNorm(norm, d_model)
+
+    def forward(self, x, valid, prev_logits):
+        """x: (B, T, d) -> (B, T, d), carried logits"""
+        h = x
+        for layer in self.layers:
+            h, prev_logits = layer(h, valid, prev_logits)
+        return self.norm(x + h, valid), prev_logits
+
+
+class DCTransformerEncoder(nn.Module):
+    """Input projection, learnable positional encoding and n_blocks blocks with dilation 2^i.
+
+    max_len is the number of learned positions; longer inputs reuse the last one.
+
+    forward(x (B, T, C), valid (B, T)) -> Z (B, T, d_model)
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        max_len: int,
+        d_model: int = 64,
+        n_blocks: int = 3,
+        n_heads: int = 8,
+        p: float = 0.25,
+        alpha: float = 0.5,
+        beta: float = 0.5,
+        attn_kernel_size: int = 3,
+        kernel_size: int = 3,
+        dim_feedforward: int | None = None,
+        dropout: float = 0.1,
+        norm: str = "layer",
+    ):
+        super().__init__()
+        validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout)
+        self.d_model = d_model
+        self.max_len = max_len
+        self.input_proj = nn.Linear(in_channels, d_model)
+        self.pos_embedding = nn.Parameter(torch.empty(max_len, d_model).uniform_(-0.02, 0.02))
+        self.dropout = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            DCTransformerBlock(
+                d_model=d_model,
+                norm=norm,
+                n_heads=n_heads,
+                p=p,
+                alpha=alpha,
+                beta=beta,
+                attn_kernel_size=attn_kernel_size,
+                kernel_size=kernel_size,
+                dilation=2**i,
+                dim_feedforward=dim_feedforward or 4 * d_model,
+                dropout=dropout,
+            )
+            for i in range(n_blocks)
+        )
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (B, T, C) standardised, zero at padded steps; valid: (B, T) bool -> (B, T, d)"""
+        t = x.shape[1]
+        # Steps past max_len (test series longer than any training series) share the last learned
+        # position: the embedding table has never seen them, and an untrained row would be noise.
+        positions = torch.arange(t, device=x.device).clamp_max(self.max_len - 1)
+        h = self.input_proj(x) * math.sqrt(self.d_model) + self.pos_embedding[positions]
+        h = self.dropout(h)
+        logits = None
+        for block in self.blocks:
+            h, logits = block(h, valid, logits)
+        return h
+
+
+def validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout):
+    """Raise ValueError naming the first bad hyperparameter."""
+    if not isinstance(d_model, int) or d_model < 1:
+        raise ValueError(f"d_model must be a positive integer, got {d_model!r}")
+    if not isinstance(n_blocks, int) or n_blocks < 1:
+        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1], got {p!r}")
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    d_attn, _ = split_width(d_model, p)
+    if p > 0 and d_attn == 0:
+        raise ValueError(f"p={p} gives no attention channel at d_model={d_model}; use p=0 or a larger p")
+    if d_attn > 0 and (not isinstance(n_heads, int) or n_heads < 1 or d_attn % n_heads != 0):
+        raise ValueError(
+            f"n_heads={n_heads!r} must divide the attention width round(p * d_model) = {d_attn}"
+        )
+    if not isinstance(attn_kernel_size, int) or attn_kernel_size < 1 or attn_kernel_size % 2 == 0:
+        raise ValueError(f"attn_kernel_size must be a positive odd integer, got {attn_kernel_size!r}")
+    if not isinstance(kernel_size, int) or kernel_size < 1:
+        raise ValueError(f"kernel_size must be a positive integer, got {kernel_size!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")

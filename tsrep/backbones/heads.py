@@ -1,0 +1,32 @@
+"""Output heads on the pooled representation (paper 002, Eq. 9-10)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tsrep.backbones.dc_transformer import DCTransformerEncoder
+from tsrep.nn import SequencePooling
+
+
+class SeriesModel(nn.Module):
+    """Encoder -> pooling -> head. Regression: a linear head (Eq. 9); classification: an MLP (Eq. 10).
+
+    forward(x (B, T, C), valid (B, T)) -> (B, n_outputs)
+    """
+
+    def __init__(self, encoder: DCTransformerEncoder, n_outputs: int, task: str, pooling: str, dropout: float):
+        super().__init__()
+        self.encoder = encoder
+        self.pool = SequencePooling(pooling, encoder.max_len)
+        width = self.pool.out_dim(encoder.d_model)
+        if task == "regression":
+            self.head = nn.Linear(width, n_outputs)
+        else:
+            hidden = encoder.d_model
+            self.head = nn.Sequential(
+                nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_outputs)
+            )
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        return self.head(self.pool(self.encoder(x, valid), valid))

@@ -1,0 +1,271 @@
+"""What the EA-DC-Transformer classifier and regressor share: parameters, input handling, training."""
+
+from __future__ import annotations
+
+import copy
+import numbers
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+from tsrep.backbones import DCTransformerEncoder, SeriesModel
+from tsrep.backbones.dc_transformer import validate_backbone_params
+from tsrep.data import ChannelStandardizer, as_case_list, fill_missing, pad_cases
+from tsrep.nn.norm import NORMS
+from tsrep.nn.pooling import POOLINGS
+from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
+from tsrep.training.loop import stratified_split
+from tsrep.training.optim import resolve_optimizer
+
+AEON_TAGS = {
+    "X_inner_type": ["np-list", "numpy3D"],
+    "capability:multivariate": True,
+    "capability:unequal_length": True,
+    "capability:missing_values": True,
+    "algorithm_type": "deeplearning",
+    "python_dependencies": "torch",
+}
+
+
+def resolve_device(device) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device={device!r} but CUDA is not available on this machine; use device='auto' or 'cpu' "
+            "(set_params(device='cpu') on a loaded model)"
+        )
+    return dev
+
+
+class EADCTransformerMixin:
+    """Parameters are stored untouched in __init__ and validated in fit (scikit-learn contract).
+
+    Parameters
+    ----------
+    d_model : int, default=64
+        Hidden width d (paper's grid: 64, 128).
+    n_blocks : int, default=3
+        Blocks of two layers; dilation doubles per block (paper's grid: 2..5).
+    n_heads : int, default=8
+        Attention heads; must divide the attention width round(p * d_model).
+    p : float in [0, 1], default=0.25
+        Fraction of channels given to attention (0: dilated convolution only, 1: EA-Transformer).
+    alpha, beta : float in [0, 1], default=0.5
+        Evolving-attention weights of Eq. 1 (0, 0: plain DC-Transformer).
+    attn_kernel_size : int, default=3
+        Kernel of the attention-map convolution.
+    kernel_size : int, default=3
+        Kernel of the dilated convolution branch.
+    dim_feedforward : int or None, default=None
+        FFN width; None means 4 * d_model.
+    dropout : float, default=0.1
+    pooling : {"mean", "max", "flatten"}, default="mean"
+        Over valid steps; "flatten" needs series no longer than the longest training series.
+        With "mean"/"max", steps past the longest training series reuse its last positional embedding.
+    norm : {"layer", "batch"}, default="layer"
+        LayerNorm, or BatchNorm whose statistics skip padded steps.
+    lr : float, default=1e-3
+    batch_size : int, default=64
+    max_epochs : int, default=100
+    validation_fraction : float in [0, 1), default=0.2
+        Part of the training data held out to select the epoch and stop early (0: no early stopping).
+    patience : int or None, default=20
+        Epochs without validation improvement before stopping.
+    optimizer : str or torch.optim.Optimizer subclass, default="radam"
+        RAdam uses betas (0.9, 0.99) as in the paper; any torch.optim or torch-optimizer name works.
+    optimizer_kwargs : dict or None
+    grad_clip : float or None, default=4.0
+    device : {"auto", "cpu", "cuda"} or torch device string, default="auto"
+    random_state : int, RandomState or None
+    verbose : bool, default=False
+        Show a progress bar with training loss and validation score per epoch.
+    """
+
+    _task: str  # "classification" or "regression"
+
+    def __init__(
+        self,
+        d_model=64,
+        n_blocks=3,
+        n_heads=8,
+        p=0.25,
+        alpha=0.5,
+        beta=0.5,
+        attn_kernel_size=3,
+        kernel_size=3,
+        dim_feedforward=None,
+        dropout=0.1,
+        pooling="mean",
+        norm="layer",
+        lr=1e-3,
+        batch_size=64,
+        max_epochs=100,
+        validation_fraction=0.2,
+        patience=20,
+        optimizer="radam",
+        optimizer_kwargs=None,
+        grad_clip=4.0,
+        device="auto",
+        random_state=None,
+        verbose=False,
+    ):
+        self.d_model = d_model
+        self.n_blocks = n_blocks
+        self.n_heads = n_heads
+        self.p = p
+        self.alpha = alpha
+        self.beta = beta
+        self.attn_kernel_size = attn_kernel_size
+        self.kernel_size = kernel_size
+        self.dim_feedforward = dim_feedforward
+        self.dropout = dropout
+        self.pooling = pooling
+        self.norm = norm
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.optimizer = optimizer
+        self.optimizer_kwargs = optimizer_kwargs
+        self.grad_clip = grad_clip
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        super().__init__()
+
+    # ----------------------------------------------------------------- validation
+    def _validate_params(self):
+        validate_backbone_params(
+            self.d_model, self.n_blocks, self.n_heads, self.p, self.alpha, self.beta,
+            self.attn_kernel_size, self.kernel_size, self.dropout,
+        )
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        if self.dim_feedforward is not None and (not isinstance(self.dim_feedforward, numbers.Integral) or self.dim_feedforward < 1):
+            raise ValueError(f"dim_feedforward must be a positive integer or None, got {self.dim_feedforward!r}")
+        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        for name in ("batch_size", "max_epochs"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not (isinstance(self.validation_fraction, numbers.Real) and 0 <= self.validation_fraction < 1):
+            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
+        if self.patience is not None and (not isinstance(self.patience, numbers.Integral) or self.patience < 1):
+            raise ValueError(f"patience must be a positive integer or None, got {self.patience!r}")
+        if self.grad_clip is not None and not (isinstance(self.grad_clip, numbers.Real) and self.grad_clip > 0):
+            raise ValueError(f"grad_clip must be a positive number or None, got {self.grad_clip!r}")
+        resolve_optimizer(self.optimizer)
+        return resolve_device(self.device)
+
+    # ----------------------------------------------------------------- data
+    def _prepare_X(self, X, fit: bool) -> SeriesBatchData:
+        cases = as_case_list(X)
+        if fit:
+            self.standardizer_ = ChannelStandardizer().fit(cases)
+            self.max_len_ = int(max(c.shape[1] for c in cases))
+            self.n_channels_ = int(cases[0].shape[0])
+        else:
+            longest = max(c.shape[1] for c in cases)
+            if longest > self.max_len_ and self.pooling == "flatten":
+                raise ValueError(
+                    f"X has a series of {longest} steps, longer than the longest training series "
+                    f"({self.max_len_}); pooling='flatten' needs series no longer than that "
+                    "(use pooling='mean' or 'max' for series of any length)"
+                )
+        cases = [fill_missing(c) for c in self.standardizer_.transform(cases)]
+        values, valid = pad_cases(cases)
+        return SeriesBatchData(torch.from_numpy(values), torch.from_numpy(valid))
+
+    # ----------------------------------------------------------------- model
+    def _build_model(self, n_outputs: int) -> SeriesModel:
+        encoder = DCTransformerEncoder(
+            in_channels=self.n_channels_,
+            max_len=self.max_len_,
+            d_model=self.d_model,
+            n_blocks=self.n_blocks,
+            n_heads=self.n_heads,
+            p=self.p,
+            alpha=self.alpha,
+            beta=self.beta,
+            attn_kernel_size=self.attn_kernel_size,
+            kernel_size=self.kernel_size,
+            dim_feedforward=self.dim_feedforward,
+            dropout=self.dropout,
+            norm=self.norm,
+        )
+        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout)
+
+    def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None):
+        device = self._validate_params()
+        seed = (
+            int(self.random_state)
+            if isinstance(self.random_state, numbers.Integral)
+            else int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        )
+        data = self._prepare_X(X, fit=True)
+        data.targets = targets
+        rng = np.random.default_rng(seed)
+        labels = stratify_on if stratify_on is not None else np.zeros(len(data))
+        train_idx, val_idx = stratified_split(labels, self.validation_fraction, rng, stratify_on is not None)
+        train_data = SeriesBatchData(data.values[train_idx], data.valid[train_idx], targets[train_idx])
+        val_data = (
+            SeriesBatchData(data.values[val_idx], data.valid[val_idx], targets[val_idx]) if len(val_idx) else None
+        )
+        config = TrainConfig(
+            lr=self.lr,
+            batch_size=self.batch_size,
+            max_epochs=self.max_epochs,
+            patience=self.patience,
+            optimizer=self.optimizer,
+            optimizer_kwargs=self.optimizer_kwargs,
+            grad_clip=self.grad_clip,
+            verbose=self.verbose,
+        )
+        fork_devices = [device.index or 0] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=fork_devices):
+            # Seeded locally so that fit is reproducible without touching the user's global RNG.
+            torch.manual_seed(seed)
+            model = self._build_model(n_outputs).to(device)
+            generator = torch.Generator().manual_seed(seed)
+            self.history_ = train_supervised(
+                model, train_data, val_data, loss_fn, score_fn, config, device, generator
+            )
+        self.module_ = model
+        self.n_parameters_ = count_parameters(model)
+        self.best_epoch_ = self.history_.best_epoch
+        self.n_epochs_ = len(self.history_.train_loss)
+        return self
+
+    def _outputs(self, X) -> torch.Tensor:
+        device = resolve_device(self.device)
+        data = self._prepare_X(X, fit=False)
+        self.module_.to(device)
+        return predict_outputs(self.module_, data, self.batch_size, device)
+
+    # ----------------------------------------------------------------- saving
+    def __getstate__(self):
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state)
+        if "module_" in state:
+            # Tensors are stored on the CPU so that a GPU-trained model unpickles anywhere.
+            state["module_"] = copy.deepcopy(state["module_"]).to("cpu")
+        return state
+
+    @classmethod
+    def _get_test_params(cls, parameter_set="default"):
+        return {
+            "d_model": 8,
+            "n_blocks": 1,
+            "n_heads": 2,
+            "p": 0.5,
+            "max_epochs": 2,
+            "batch_size": 8,
+            "random_state": 0,
+        }

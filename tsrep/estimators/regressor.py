@@ -1,0 +1,46 @@
+"""EA-DC-Transformer regressor with aeon's collection input conventions."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from aeon.regression.base import BaseRegressor
+
+from tsrep.estimators._base import AEON_TAGS, EADCTransformerMixin
+
+
+def _mse(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.mse_loss(outputs.squeeze(-1), targets)
+
+
+class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
+    __doc__ = (
+        "Time series regressor: EA-DC-Transformer, mean-pooled, linear head, MSE (paper 002, Eq. 9).\n\n"
+        "Targets are standardised with the training mean and std; predictions are returned in the\n"
+        "original units. Input formats as EADCTransformerClassifier.\n"
+        + EADCTransformerMixin.__doc__
+        + """
+    Attributes
+    ----------
+    module_, n_parameters_, history_, best_epoch_ : as EADCTransformerClassifier
+    y_mean_, y_std_ : float, the target standardisation
+    """
+    )
+
+    _tags = dict(AEON_TAGS)
+    _task = "regression"
+
+    def _fit(self, X, y):
+        y = np.asarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinite values; regression targets must be finite")
+        self.y_mean_ = float(y.mean())
+        std = float(y.std())
+        self.y_std_ = std if std > 1e-12 else 1.0
+        targets = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
+        return self._train(X, targets, 1, _mse, lambda o, t: -float(_mse(o, t)))
+
+    def _predict(self, X) -> np.ndarray:
+        out = self._outputs(X).squeeze(-1).double().numpy()
+        return out * self.y_std_ + self.y_mean_

@@ -1,0 +1,97 @@
+"""Multi-head self-attention that exposes its pre-softmax logits, with evolving attention as a flag.
+
+One module serves plain attention (alpha = beta = 0) and evolving attention (paper 002, Eq. 1):
+the evolution is an optional step between the logits and the softmax, so every backbone that
+uses this module gets the same evolving-attention code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tsrep.nn.evolving import AttentionMapEvolution
+
+
+class MultiHeadAttention(nn.Module):
+    """Self-attention over (B, N, dim_in) returning (B, N, dim) and the (evolved) logits.
+
+    Parameters
+    ----------
+    dim_in : int
+        Width of the input tokens.
+    dim : int
+        Width of queries, keys, values and of the output; must be divisible by n_heads.
+    n_heads : int
+    alpha, beta : float in [0, 1]
+        Evolving-attention weights; alpha = beta = 0 is plain attention and builds no evolution.
+    map_kernel_size : int
+        Kernel of the map convolution (used when beta > 0).
+    dropout : float
+        Dropout on the attention weights.
+    """
+
+    def __init__(
+        self,
+        dim_in: int,
+        dim: int,
+        n_heads: int,
+        alpha: float = 0.0,
+        beta: float = 0.0,
+        map_kernel_size: int = 3,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if n_heads < 1 or dim % n_heads != 0:
+            raise ValueError(f"n_heads={n_heads} must be >= 1 and divide the attention width {dim}")
+        self.n_heads = n_heads
+        self.head_dim = dim // n_heads
+        self.qkv = nn.Linear(dim_in, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.dropout = dropout
+        self.evolution = (
+            AttentionMapEvolution(n_heads, alpha, beta, map_kernel_size) if (alpha > 0 or beta > 0) else None
+        )
+
+    @property
+    def is_evolving(self) -> bool:
+        return self.evolution is not None
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        valid: torch.Tensor | None = None,
+        prev_logits: torch.Tensor | None = None,
+        need_logits: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """
+        x:           (B, N, dim_in)
+        valid:       (B, N) bool, False at padded steps (None: all valid)
+        prev_logits: (B, K, N, N) logits carried from the previous attention layer, or None
+        returns:     out (B, N, dim); logits (B, K, N, N) finite and unmasked, carried to the next
+                     layer (None for plain attention unless need_logits)
+        """
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        p_drop = self.dropout if self.training else 0.0
+
+        if self.evolution is None and not need_logits:
+            # Plain attention: let PyTorch pick its fused kernel.
+            mask = valid[:, None, None, :] if valid is not None else None
+            h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
+            return self.out(h.transpose(1, 2).reshape(b, n, -1)), None
+
+        logits = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        if self.evolution is not None:
+            logits = self.evolution(logits, prev_logits, valid)
+        scores = logits
+        if valid is not None:
+            # -inf only here, after the convolution, never in the carried map.
+            scores = logits.masked_fill(~valid[:, None, None, :], float("-inf"))
+        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+        weights = F.dropout(weights, p_drop, self.training)
+        h = weights @ v
+        return self.out(h.transpose(1, 2).reshape(b, n, -1)), logits

@@ -1,0 +1,165 @@
+"""Supervised training with early stopping on a validation split carved from the training data."""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from tsrep.training.optim import build_optimizer
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 1e-3
+    batch_size: int = 64
+    max_epochs: int = 100
+    patience: int | None = 20
+    optimizer: object = "radam"
+    optimizer_kwargs: dict | None = None
+    grad_clip: float | None = 4.0
+    verbose: bool = False
+
+
+@dataclass
+class History:
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    val_score: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+
+
+@dataclass
+class SeriesBatchData:
+    """Padded series (n, T, C) float32, valid mask (n, T) bool, targets (n,) long or (n, k) float."""
+
+    values: torch.Tensor
+    valid: torch.Tensor
+    targets: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+    def batch(self, index: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        valid = self.valid[index]
+        # Trim to the longest series of the batch: short batches of unequal-length data run faster.
+        t = int(valid.sum(1).max())
+        valid = valid[:, :t]
+        values = self.values[index, :t].to(device)
+        targets = self.targets[index].to(device) if self.targets is not None else None
+        mask = None if bool(valid.all()) else valid.to(device)
+        return values, mask, targets
+
+
+def predict_outputs(model: nn.Module, data: SeriesBatchData, batch_size: int, device) -> torch.Tensor:
+    """Model outputs for every case, in batches, gathered on the CPU."""
+    model.eval()
+    outs = []
+    with torch.no_grad():
+        for start in range(0, len(data), batch_size):
+            index = torch.arange(start, min(start + batch_size, len(data)))
+            values, mask, _ = data.batch(index, device)
+            outs.append(model(values, mask).float().cpu())
+    return torch.cat(outs) if outs else torch.empty(0)
+
+
+def train_supervised(
+    model: nn.Module,
+    train: SeriesBatchData,
+    val: SeriesBatchData | None,
+    loss_fn,
+    score_fn,
+    config: TrainConfig,
+    device,
+    generator: torch.Generator,
+    on_epoch=None,
+) -> History:
+    """Train `model` in place; with a validation set, restore the weights of the best epoch.
+
+    score_fn(outputs, targets) -> float, higher is better; ties are broken on validation loss.
+    on_epoch(epoch, val_score) is called after every epoch (for pruning by a tuner).
+    """
+    optimizer = build_optimizer(config.optimizer, model.parameters(), config.lr, config.optimizer_kwargs)
+    history = History()
+    best_key, best_state, waited = None, None, 0
+    bar = tqdm(range(config.max_epochs), disable=not config.verbose, desc="epochs", leave=False)
+    for epoch in bar:
+        model.train()
+        order = torch.randperm(len(train), generator=generator)  # reshuffled every epoch
+        total, seen = 0.0, 0
+        for start in range(0, len(train), config.batch_size):
+            index = order[start : start + config.batch_size]
+            if len(index) < 2 and len(train) >= 2:
+                continue  # a batch of one breaks BatchNorm and adds noise; its cases come back next epoch
+            values, mask, targets = train.batch(index, device)
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(values, mask), targets)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"training loss became {loss.item()} at epoch {epoch}; try a smaller lr (now {config.lr})"
+                )
+            loss.backward()
+            if config.grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            total += loss.item() * len(index)
+            seen += len(index)
+        history.train_loss.append(total / max(seen, 1))
+        postfix = {"loss": f"{history.train_loss[-1]:.4f}"}
+        if val is not None and len(val):
+            out = predict_outputs(model, val, config.batch_size, device)
+            val_loss = float(loss_fn(out, val.targets))
+            val_score = float(score_fn(out, val.targets))
+            history.val_loss.append(val_loss)
+            history.val_score.append(val_score)
+            postfix.update(val_loss=f"{val_loss:.4f}", val_score=f"{val_score:.4f}")
+            key = (val_score, -val_loss)
+            if best_key is None or key > best_key:
+                best_key, best_state, waited = key, copy.deepcopy(model.state_dict()), 0
+                history.best_epoch = epoch
+            else:
+                waited += 1
+            if on_epoch is not None:
+                on_epoch(epoch, val_score)
+        bar.set_postfix(postfix)
+        if config.patience is not None and val is not None and waited >= config.patience:
+            break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    else:
+        history.best_epoch = len(history.train_loss) - 1
+    return history
+
+
+def accuracy_score_fn(outputs: torch.Tensor, targets: torch.Tensor) -> float:
+    return float((outputs.argmax(1) == targets).float().mean())
+
+
+
+def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
+    return int(sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only))
+
+
+def stratified_split(y: np.ndarray, fraction: float, rng: np.random.Generator, stratify: bool):
+    """Indices (train, val) with about `fraction` of the cases in val, one per class at least when stratified."""
+    n = len(y)
+    n_val = int(math.ceil(fraction * n)) if fraction > 0 else 0
+    if n_val == 0 or n - n_val < 2:
+        return np.arange(n), np.array([], dtype=int)
+    if stratify:
+        classes, counts = np.unique(y, return_counts=True)
+        if n_val >= len(classes) and counts.min() >= 2:
+            val = []
+            for c, count in zip(classes, counts):
+                members = rng.permutation(np.flatnonzero(y == c))
+                take = max(1, int(round(fraction * count)))
+                val.extend(members[: min(take, count - 1)])
+            val = np.sort(np.array(val))
+            return np.setdiff1d(np.arange(n), val), val
+    perm = rng.permutation(n)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])

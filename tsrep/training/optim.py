@@ -1,0 +1,40 @@
+"""Optimisers by name: torch.optim's, then torch-optimizer's."""
+
+from __future__ import annotations
+
+import torch
+
+
+def resolve_optimizer(name) -> type[torch.optim.Optimizer]:
+    """"radam" / "adamw" / any torch.optim or torch_optimizer class name (case-insensitive), or a class."""
+    if isinstance(name, type) and issubclass(name, torch.optim.Optimizer):
+        return name
+    if not isinstance(name, str):
+        raise ValueError(f"optimizer must be a name or a torch.optim.Optimizer subclass, got {name!r}")
+    wanted = name.lower()
+    for attr in dir(torch.optim):
+        obj = getattr(torch.optim, attr)
+        if attr.lower() == wanted and isinstance(obj, type) and issubclass(obj, torch.optim.Optimizer):
+            return obj
+    try:
+        import torch_optimizer
+    except ImportError:  # pragma: no cover - torch-optimizer is a declared dependency
+        torch_optimizer = None
+    if torch_optimizer is not None:
+        try:
+            return torch_optimizer.get(wanted)
+        except ValueError:
+            pass
+    raise ValueError(
+        f"unknown optimizer {name!r}: give a class name from torch.optim (e.g. 'RAdam', 'AdamW') "
+        "or from torch-optimizer (e.g. 'Lamb', 'Ranger')"
+    )
+
+
+def build_optimizer(name, params, lr: float, extra_kwargs: dict | None = None) -> torch.optim.Optimizer:
+    cls = resolve_optimizer(name)
+    kwargs = {"lr": lr}
+    if cls is torch.optim.RAdam:
+        kwargs["betas"] = (0.9, 0.99)  # the paper's setting (Sec. 4.1)
+    kwargs.update(extra_kwargs or {})
+    return cls(params, **kwargs)
