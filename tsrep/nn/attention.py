@@ -91,7 +91,8 @@ class MultiHeadAttention(nn.Module):
         if valid is not None:
             # -inf only here, after the convolution, never in the carried map.
             scores = logits.masked_fill(~valid[:, None, None, :], float("-inf"))
-        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+        # Softmax in at least fp32 (bf16/fp16 logits lose the small differences that matter here).
+        weights = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         weights = F.dropout(weights, p_drop, self.training)
         h = weights @ v
         return self.out(h.transpose(1, 2).reshape(b, n, -1)), logits

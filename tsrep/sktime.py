@@ -1,0 +1,128 @@
+"""sktime adapters for the EA-DC-Transformer estimators (optional: ``pip install tsrep[sktime]``).
+
+``tsrep.sktime.EADCTransformerClassifier`` and ``tsrep.sktime.EADCTransformerRegressor`` are sktime
+estimators, usable in sktime pipelines, tuning and benchmarking. They take the same parameters as
+``tsrep.EADCTransformerClassifier`` / ``tsrep.EADCTransformerRegressor`` (the aeon estimators) and
+fit one of those as ``estimator_``; every sktime Panel mtype is accepted (equal-length data reaches
+the network as a 3-D array, unequal-length data as a list of (n_channels, n_timepoints_i) arrays).
+
+Examples
+--------
+>>> from sktime.transformations.series.exponent import ExponentTransformer
+>>> from tsrep.sktime import EADCTransformerClassifier
+>>> pipe = ExponentTransformer() * EADCTransformerClassifier(max_epochs=20)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import inspect
+
+try:
+    from sktime.classification.base import BaseClassifier as _SktimeBaseClassifier
+    from sktime.regression.base import BaseRegressor as _SktimeBaseRegressor
+except ImportError as err:  # pragma: no cover - exercised only without sktime
+    raise ImportError(
+        f"tsrep.sktime needs sktime, which could not be imported ({err}); install it with: "
+        "pip install tsrep[sktime]"
+    ) from err
+
+import numpy as np
+
+from tsrep.estimators import EADCTransformerClassifier as _AeonClassifier
+from tsrep.estimators import EADCTransformerRegressor as _AeonRegressor
+
+__all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor"]
+
+_SKTIME_TAGS = {
+    "authors": ["tsrep"],
+    "maintainers": ["tsrep"],
+    "python_dependencies": "torch",
+    # numpy3D stays numpy3D (always equal length); every other Panel mtype, equal or unequal
+    # length, is converted to the first entry, df-list, whose frames become (n_channels, n_timepoints_i).
+    "X_inner_mtype": ["df-list", "numpy3D"],
+    "y_inner_mtype": "numpy1D",
+    "capability:multivariate": True,
+    "capability:unequal_length": True,
+    "capability:missing_values": True,  # NaN are interpolated along time inside the aeon estimator
+    "capability:categorical_in_X": False,
+    "capability:multioutput": False,
+    "capability:random_state": True,
+    "property:randomness": "derandomized",
+}
+
+
+def _to_aeon(X):
+    """numpy3D is passed through; df-list (rows: time, columns: variables) -> list of (n_channels, n_timepoints_i)."""
+    if isinstance(X, np.ndarray):
+        return X
+    return [np.asarray(frame.to_numpy(dtype=np.float64).T) for frame in X]
+
+
+class _AeonAdapter:
+    """Shared logic: mirror the aeon estimator's constructor, fit it in ``_fit``, delegate predictions.
+
+    The ``__init__`` of a subclass naming ``_aeon_class`` is generated from that class's signature, so
+    the adapters always take exactly the aeon estimator's parameters (and ``get_params`` sees them all).
+    """
+
+    _aeon_class: type
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "_aeon_class" not in cls.__dict__:
+            return
+        signature = inspect.signature(cls._aeon_class.__init__)
+
+        def __init__(self, *args, **params):
+            bound = signature.bind(self, *args, **params)
+            bound.apply_defaults()
+            for name, value in bound.arguments.items():
+                if name != "self":
+                    setattr(self, name, value)  # stored untouched, validated by the aeon estimator in fit
+            super(cls, self).__init__()
+
+        __init__.__signature__ = signature
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        __init__.__doc__ = f"Same parameters as {cls._aeon_class.__module__}.{cls._aeon_class.__name__}."
+        cls.__init__ = __init__
+
+    def _make_estimator(self):
+        return self._aeon_class(**self.get_params(deep=False))
+
+    def _fit(self, X, y):
+        self.estimator_ = self._make_estimator().fit(_to_aeon(X), y)
+        self.n_parameters_ = self.estimator_.n_parameters_
+        return self
+
+    def _predict(self, X) -> np.ndarray:
+        return self.estimator_.predict(_to_aeon(X))
+
+    @classmethod
+    def get_test_params(cls, parameter_set="default"):
+        """Small, fast parameter sets (the aeon estimator's test configuration and a variant of it)."""
+        tiny = cls._aeon_class._get_test_params(parameter_set)
+        variant = {**tiny, "pooling": "max", "norm": "batch", "alpha": 0.0, "beta": 0.0, "validation_fraction": 0.0}
+        return [tiny, variant]
+
+
+class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
+    __doc__ = (
+        "sktime adapter of tsrep.EADCTransformerClassifier (fits one as ``estimator_``).\n"
+        + _AeonClassifier.__doc__
+    )
+
+    _aeon_class = _AeonClassifier
+    _tags = {**_SKTIME_TAGS, "capability:predict_proba": True}
+
+    def _predict_proba(self, X) -> np.ndarray:
+        return self.estimator_.predict_proba(_to_aeon(X))
+
+
+class EADCTransformerRegressor(_AeonAdapter, _SktimeBaseRegressor):
+    __doc__ = (
+        "sktime adapter of tsrep.EADCTransformerRegressor (fits one as ``estimator_``).\n"
+        + _AeonRegressor.__doc__
+    )
+
+    _aeon_class = _AeonRegressor
+    _tags = dict(_SKTIME_TAGS)
