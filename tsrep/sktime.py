@@ -8,7 +8,7 @@ the network as a 3-D array, unequal-length data as a list of (n_channels, n_time
 
 Examples
 --------
->>> from sktime.transformations.series.exponent import ExponentTransformer
+>>> from sktime.transformations.exponent import ExponentTransformer
 >>> from tsrep.sktime import EADCTransformerClassifier
 >>> pipe = ExponentTransformer() * EADCTransformerClassifier(max_epochs=20)  # doctest: +SKIP
 """
@@ -30,8 +30,11 @@ import numpy as np
 
 from tsrep.estimators import EADCTransformerClassifier as _AeonClassifier
 from tsrep.estimators import EADCTransformerRegressor as _AeonRegressor
+from tsrep.estimators._base import EADCTransformerMixin as _AeonMixin
 
 __all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor"]
+
+_MIXIN_DOC = _AeonMixin.__doc__ or ""  # the shared Parameters section
 
 _SKTIME_TAGS = {
     "authors": ["tsrep"],
@@ -65,7 +68,7 @@ class _AeonAdapter:
     the adapters always take exactly the aeon estimator's parameters (and ``get_params`` sees them all).
     """
 
-    _aeon_class: type
+    _aeon_class: type  # whose signature the adapter takes and which it fits
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -107,8 +110,30 @@ class _AeonAdapter:
 
 class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
     __doc__ = (
-        "sktime adapter of tsrep.EADCTransformerClassifier (fits one as ``estimator_``).\n"
-        + _AeonClassifier.__doc__
+        "sktime adapter of tsrep.EADCTransformerClassifier: EA-DC-Transformer time series classifier.\n\n"
+        "Fits a tsrep.EADCTransformerClassifier with the same parameters as ``estimator_``. Takes any\n"
+        "sktime Panel mtype: multivariate, unequal length (padding masks) and missing values (interpolated).\n\n"
+        + _MIXIN_DOC
+        + """
+    Attributes
+    ----------
+    classes_ : ndarray of the class labels
+    n_classes_ : int
+    n_parameters_ : int, trainable parameters of the network
+    estimator_ : tsrep.EADCTransformerClassifier, the fitted aeon estimator
+        (its ``module_``, ``history_`` and ``best_epoch_`` hold the network and the training history)
+
+    Examples
+    --------
+    >>> from sktime.datasets import load_unit_test
+    >>> from tsrep.sktime import EADCTransformerClassifier
+    >>> X_train, y_train = load_unit_test(split="train", return_X_y=True)
+    >>> X_test, y_test = load_unit_test(split="test", return_X_y=True)
+    >>> clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, max_epochs=5, random_state=0)
+    >>> clf = clf.fit(X_train, y_train)
+    >>> y_pred = clf.predict(X_test)
+    >>> y_proba = clf.predict_proba(X_test)  # columns in the order of clf.classes_
+    """
     )
 
     _aeon_class = _AeonClassifier
@@ -120,8 +145,27 @@ class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
 
 class EADCTransformerRegressor(_AeonAdapter, _SktimeBaseRegressor):
     __doc__ = (
-        "sktime adapter of tsrep.EADCTransformerRegressor (fits one as ``estimator_``).\n"
-        + _AeonRegressor.__doc__
+        "sktime adapter of tsrep.EADCTransformerRegressor: EA-DC-Transformer time series regressor.\n\n"
+        "Fits a tsrep.EADCTransformerRegressor with the same parameters as ``estimator_`` (targets are\n"
+        "standardised inside it). Input formats as tsrep.sktime.EADCTransformerClassifier.\n\n"
+        + _MIXIN_DOC
+        + """
+    Attributes
+    ----------
+    n_parameters_ : int, trainable parameters of the network
+    estimator_ : tsrep.EADCTransformerRegressor, the fitted aeon estimator
+        (its ``module_``, ``history_`` and ``best_epoch_`` hold the network and the training history)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tsrep.sktime import EADCTransformerRegressor
+    >>> X = np.random.default_rng(0).normal(size=(20, 2, 30))
+    >>> y = X.mean(axis=(1, 2))
+    >>> reg = EADCTransformerRegressor(d_model=8, n_blocks=1, n_heads=2, max_epochs=5, random_state=0)
+    >>> reg = reg.fit(X, y)
+    >>> y_pred = reg.predict(X)
+    """
     )
 
     _aeon_class = _AeonRegressor

@@ -165,6 +165,20 @@ class EADCTransformerMixin:
         return resolve_device(self.device)
 
     # ----------------------------------------------------------------- data
+    def _preprocess_collection(self, X, store_metadata=True):
+        # aeon's own checks would fail deep in numpy on empty input; name the problem instead.
+        shape = getattr(X, "shape", None)
+        if shape is not None and len(shape) in (2, 3) and 0 in shape:
+            # Worded as scikit-learn words it, so sklearn-aware tooling recognises the error.
+            what = "sample(s)" if shape[0] == 0 else "feature(s)"
+            raise ValueError(
+                f"X is empty: found 0 {what} (shape={tuple(shape)}) while a minimum of 1 is required; "
+                "need at least one case, channel and time point"
+            )
+        if isinstance(X, list) and (len(X) == 0 or any(np.size(x) == 0 for x in X)):
+            raise ValueError("X is empty or holds an empty series; every series needs at least one time point")
+        return super()._preprocess_collection(X, store_metadata)
+
     def _prepare_X(self, X, fit: bool) -> SeriesBatchData:
         cases = as_case_list(X)
         if fit:
@@ -238,6 +252,7 @@ class EADCTransformerMixin:
                 model, train_data, val_data, loss_fn, score_fn, config, device, generator
             )
         self.module_ = model
+        self.n_outputs_ = n_outputs
         self.n_parameters_ = count_parameters(model)
         self.best_epoch_ = self.history_.best_epoch
         self.n_epochs_ = len(self.history_.train_loss)
@@ -250,13 +265,26 @@ class EADCTransformerMixin:
         return predict_outputs(self.module_, data, self.batch_size, device)
 
     # ----------------------------------------------------------------- saving
+    # torch refuses to pickle weight-norm parametrized modules, and a GPU tensor would not unpickle on
+    # a CPU-only machine: the network travels as a CPU state_dict and is rebuilt on unpickling.
     def __getstate__(self):
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
-        state = dict(state)
-        if "module_" in state:
-            # Tensors are stored on the CPU so that a GPU-trained model unpickles anywhere.
-            state["module_"] = copy.deepcopy(state["module_"]).to("cpu")
+        state = dict(super().__getstate__())
+        module = state.pop("module_", None)
+        if module is not None:
+            weights = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+            state["_module_state"] = (weights, module.training)
         return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        module_state = state.pop("_module_state", None)
+        super().__setstate__(state)
+        if module_state is not None:
+            weights, training = module_state
+            with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the user's RNG alone
+                module = self._build_model(self.n_outputs_)
+            module.load_state_dict(weights)
+            self.module_ = module.train(training)
 
     @classmethod
     def _get_test_params(cls, parameter_set="default"):

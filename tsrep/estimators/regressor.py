@@ -31,10 +31,20 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
     _tags = dict(AEON_TAGS)
     _task = "regression"
 
-    def _fit(self, X, y):
-        y = np.asarray(y, dtype=np.float64)
+    def _check_y(self, y, n_cases):
+        # aeon refuses targets with two distinct values ("binary"); any finite real target is a
+        # valid regression target here.
+        y = np.asarray(getattr(y, "values", y), dtype=np.float64).squeeze()
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D with one target per case, got shape {y.shape}")
+        if len(y) != n_cases:
+            raise ValueError(f"Mismatch in number of cases. Found X = {n_cases} and y = {len(y)}")
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite values; regression targets must be finite")
+        return y
+
+    def _fit(self, X, y):
+        y = np.asarray(y, dtype=np.float64)
         self.y_mean_ = float(y.mean())
         std = float(y.std())
         self.y_std_ = std if std > 1e-12 else 1.0
