@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
 from tsrep.backbones.dc_transformer import validate_backbone_params
-from tsrep.data import ChannelStandardizer, as_case_list, fill_missing, pad_cases
+from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing, pad_cases
 from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
@@ -67,6 +67,9 @@ class EADCTransformerMixin:
         With "mean"/"max", steps past the longest training series reuse its last positional embedding.
     norm : {"layer", "batch"}, default="layer"
         LayerNorm, or BatchNorm whose statistics skip padded steps.
+    scaling : {"standard", "symlog"}, default="standard"
+        Per-channel standardisation fitted on the training data; "symlog" first maps x to
+        sign(x) * log(1 + |x|), for heavy-tailed inputs such as counts.
     lr : float, default=1e-3
     batch_size : int, default=64
     max_epochs : int, default=100
@@ -100,6 +103,7 @@ class EADCTransformerMixin:
         dropout=0.1,
         pooling="mean",
         norm="layer",
+        scaling="standard",
         lr=1e-3,
         batch_size=64,
         max_epochs=100,
@@ -124,6 +128,7 @@ class EADCTransformerMixin:
         self.dropout = dropout
         self.pooling = pooling
         self.norm = norm
+        self.scaling = scaling
         self.lr = lr
         self.batch_size = batch_size
         self.max_epochs = max_epochs
@@ -147,6 +152,8 @@ class EADCTransformerMixin:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
         if self.dim_feedforward is not None and (not isinstance(self.dim_feedforward, numbers.Integral) or self.dim_feedforward < 1):
             raise ValueError(f"dim_feedforward must be a positive integer or None, got {self.dim_feedforward!r}")
         if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
@@ -182,7 +189,7 @@ class EADCTransformerMixin:
     def _prepare_X(self, X, fit: bool) -> SeriesBatchData:
         cases = as_case_list(X)
         if fit:
-            self.standardizer_ = ChannelStandardizer().fit(cases)
+            self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
             self.max_len_ = int(max(c.shape[1] for c in cases))
             self.n_channels_ = int(cases[0].shape[0])
         else:
