@@ -16,7 +16,8 @@ import math
 import torch
 from torch import nn
 
-from tsrep.nn import CausalDilatedConv1d, MultiHeadAttention, SequenceNorm
+from tsrep.nn import CausalDilatedConv1d, SequenceNorm
+from tsrep.nn.attention_kinds import build_attention, validate_attention_options
 
 
 def split_width(d_model: int, p: float) -> tuple[int, int]:
@@ -45,11 +46,18 @@ class DCTransformerLayer(nn.Module):
         dim_feedforward: int,
         dropout: float,
         norm: str,
+        attention: str = "evolving",
+        head_mixing: str | None = None,
+        deacon_m: int | None = None,
+        deacon_settings: dict | None = None,
     ):
         super().__init__()
         d_attn, d_conv = split_width(d_model, p)
         self.attention = (
-            MultiHeadAttention(d_model, d_attn, n_heads, alpha, beta, attn_kernel_size, dropout)
+            build_attention(
+                attention, d_model, d_attn, n_heads, alpha, beta, attn_kernel_size, dropout,
+                head_mixing=head_mixing, deacon_m=deacon_m, deacon_settings=deacon_settings,
+            )
             if d_attn > 0
             else None
         )
@@ -109,6 +117,9 @@ class DCTransformerEncoder(nn.Module):
     """Input projection, learnable positional encoding and n_blocks blocks with dilation 2^i.
 
     max_len is the number of learned positions; longer inputs reuse the last one.
+    attention, head_mixing, deacon_m and deacon_settings choose the attention kind of every layer
+    (tsrep.nn.attention_kinds: "evolving", "vanilla", "interacting", "interacting-summed",
+    "crossed"; DEACON head mixing); deacon_settings holds dP, xi, inner_steps, gha_lr.
 
     forward(x (B, T, C), valid (B, T)) -> Z (B, T, d_model)
     """
@@ -128,9 +139,18 @@ class DCTransformerEncoder(nn.Module):
         dim_feedforward: int | None = None,
         dropout: float = 0.1,
         norm: str = "layer",
+        attention: str = "evolving",
+        head_mixing: str | None = None,
+        deacon_m: int | None = None,
+        deacon_settings: dict | None = None,
     ):
         super().__init__()
         validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout)
+        settings = dict(deacon_settings or {})
+        validate_attention_options(
+            attention, head_mixing, deacon_m, n_heads, split_width(d_model, p)[0],
+            settings.get("dP", 0.2), settings.get("xi", 0.8), settings.get("inner_steps", 500),
+        )
         self.d_model = d_model
         self.max_len = max_len
         self.input_proj = nn.Linear(in_channels, d_model)
@@ -149,6 +169,10 @@ class DCTransformerEncoder(nn.Module):
                 dilation=2**i,
                 dim_feedforward=dim_feedforward or 4 * d_model,
                 dropout=dropout,
+                attention=attention,
+                head_mixing=head_mixing,
+                deacon_m=deacon_m,
+                deacon_settings=deacon_settings,
             )
             for i in range(n_blocks)
         )

@@ -10,11 +10,14 @@ import torch
 from sklearn.utils import check_random_state
 
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
-from tsrep.backbones.dc_transformer import validate_backbone_params
+from tsrep.backbones.dc_transformer import split_width, validate_backbone_params
+from tsrep.nn.attention_kinds import validate_attention_options
+from tsrep.nn.interacting import check_interacting_heads
 from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing, pad_cases
 from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
+from tsrep.training.hooks import current_epoch_callback
 from tsrep.training.loop import stratified_split
 from tsrep.training.optim import resolve_optimizer
 
@@ -57,6 +60,31 @@ class EADCTransformerMixin:
         Evolving-attention weights of Eq. 1 (0, 0: plain DC-Transformer).
     attn_kernel_size : int, default=3
         Kernel of the attention-map convolution.
+    attention : str, default="evolving"
+        Attention kind of every layer (tsrep.nn.attention_kinds):
+        "evolving": multi-head attention with the evolving step of alpha, beta (paper 002);
+        "vanilla": plain multi-head attention; alpha and beta are not used;
+        "interacting": every query head with every key head, h*h maps (paper 003, Eq. 11-12);
+        "interacting-summed": the h maps of a key head summed before one softmax (its Algorithm 1);
+        "crossed": crossed co-attention, two branches with queries from the other branch and
+        independently corrupted inputs in training (paper 004; twice the attention parameters).
+        The interacting and crossed kinds evolve their maps when alpha or beta > 0 (over h*h
+        channels for "interacting"). Fit warns when an interacting n_heads exceeds the paper's
+        h_max = d / n (Eq. 13; d: attention width, n: mean training length), and keeps n_heads.
+    head_mixing : {None, "deacon-direct", "deacon-average", "deacon-nonlinear"}, default=None
+        DEACON PCA layer over the head outputs before the output projection (paper 001), trained
+        by the DEACON constrained Hebbian rule while every other weight uses `optimizer`.
+    deacon_m : int or None, default=None
+        Components kept by the PCA layer (None: all heads); m < h prunes heads and shrinks the
+        output projection. At most h (h + h(h+1)/2 for "deacon-nonlinear"), with h the number of
+        heads mixed (n_heads, or n_heads**2 for attention="interacting"). Needs head_mixing.
+    deacon_dp : float > 0, default=0.2
+        Norm of every DEACON step of the PCA weights (paper: 0.2).
+    deacon_xi : float in (0, 1), default=0.8
+        Share of the steepest first-order loss decrease demanded of each DEACON step (paper: 0.8).
+    deacon_inner_steps : int >= 0, default=500
+        GHA-only updates of the PCA weights per batch after the DEACON step (the paper's i = 500;
+        each is a few h x h matrix products per PCA layer, about 25 us on a CPU).
     kernel_size : int, default=3
         Kernel of the dilated convolution branch.
     dim_feedforward : int or None, default=None
@@ -98,6 +126,12 @@ class EADCTransformerMixin:
         alpha=0.5,
         beta=0.5,
         attn_kernel_size=3,
+        attention="evolving",
+        head_mixing=None,
+        deacon_m=None,
+        deacon_dp=0.2,
+        deacon_xi=0.8,
+        deacon_inner_steps=500,
         kernel_size=3,
         dim_feedforward=None,
         dropout=0.1,
@@ -123,6 +157,12 @@ class EADCTransformerMixin:
         self.alpha = alpha
         self.beta = beta
         self.attn_kernel_size = attn_kernel_size
+        self.attention = attention
+        self.head_mixing = head_mixing
+        self.deacon_m = deacon_m
+        self.deacon_dp = deacon_dp
+        self.deacon_xi = deacon_xi
+        self.deacon_inner_steps = deacon_inner_steps
         self.kernel_size = kernel_size
         self.dim_feedforward = dim_feedforward
         self.dropout = dropout
@@ -147,6 +187,10 @@ class EADCTransformerMixin:
         validate_backbone_params(
             self.d_model, self.n_blocks, self.n_heads, self.p, self.alpha, self.beta,
             self.attn_kernel_size, self.kernel_size, self.dropout,
+        )
+        validate_attention_options(
+            self.attention, self.head_mixing, self.deacon_m, self.n_heads, split_width(self.d_model, self.p)[0],
+            self.deacon_dp, self.deacon_xi, self.deacon_inner_steps,
         )
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
@@ -220,6 +264,10 @@ class EADCTransformerMixin:
             dim_feedforward=self.dim_feedforward,
             dropout=self.dropout,
             norm=self.norm,
+            attention=self.attention,
+            head_mixing=self.head_mixing,
+            deacon_m=self.deacon_m,
+            deacon_settings=dict(dP=self.deacon_dp, xi=self.deacon_xi, inner_steps=self.deacon_inner_steps),
         )
         return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout)
 
@@ -232,6 +280,8 @@ class EADCTransformerMixin:
         )
         data = self._prepare_X(X, fit=True)
         data.targets = targets
+        if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
+            check_interacting_heads(self.n_heads, split_width(self.d_model, self.p)[0], float(data.valid.sum(1).float().mean()))
         rng = np.random.default_rng(seed)
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
         train_idx, val_idx = stratified_split(labels, self.validation_fraction, rng, stratify_on is not None)
@@ -256,7 +306,8 @@ class EADCTransformerMixin:
             model = self._build_model(n_outputs).to(device)
             generator = torch.Generator().manual_seed(seed)
             self.history_ = train_supervised(
-                model, train_data, val_data, loss_fn, score_fn, config, device, generator
+                model, train_data, val_data, loss_fn, score_fn, config, device, generator,
+                on_epoch=current_epoch_callback(),  # a tuner's pruning hook (tsrep.training.hooks)
             )
         self.module_ = model
         self.n_outputs_ = n_outputs

@@ -13,7 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep.nn.deacon import DeaconHeadMixing
 from tsrep.nn.evolving import AttentionMapEvolution
+from tsrep.nn.interacting import n_virtual_heads, virtual_heads
 
 
 class MultiHeadAttention(nn.Module):
@@ -32,6 +34,16 @@ class MultiHeadAttention(nn.Module):
         Kernel of the map convolution (used when beta > 0).
     dropout : float
         Dropout on the attention weights.
+    interacting : {None, "pairs", "summed"}
+        Interacting-head attention (paper 003, tsrep.nn.interacting): every query head with every
+        key head (h*h maps, W^O: h*h*d_head -> dim), or Algorithm 1's summed logits (h maps).
+        The evolving step then convolves over the h*h (or h) maps.
+    head_mixing : {None, "deacon-direct", "deacon-average", "deacon-nonlinear"}
+        DEACON PCA layer over the head outputs before W^O (paper 001, tsrep.nn.deacon).
+    deacon_m : int or None
+        Components the PCA layer keeps (None: all heads); W^O is sized by it.
+    deacon_settings : dict or None
+        dP, xi, inner_steps, gha_lr of the PCA layer (tsrep.nn.deacon.PCALayer).
     """
 
     def __init__(
@@ -43,17 +55,29 @@ class MultiHeadAttention(nn.Module):
         beta: float = 0.0,
         map_kernel_size: int = 3,
         dropout: float = 0.0,
+        interacting: str | None = None,
+        head_mixing: str | None = None,
+        deacon_m: int | None = None,
+        deacon_settings: dict | None = None,
     ):
         super().__init__()
         if n_heads < 1 or dim % n_heads != 0:
             raise ValueError(f"n_heads={n_heads} must be >= 1 and divide the attention width {dim}")
         self.n_heads = n_heads
         self.head_dim = dim // n_heads
+        self.interacting = interacting
+        n_maps = n_virtual_heads(n_heads, interacting)  # maps and head outputs: h, or h*h for pairs
+        self.n_maps = n_maps
         self.qkv = nn.Linear(dim_in, 3 * dim)
-        self.out = nn.Linear(dim, dim)
+        self.mixing = (
+            DeaconHeadMixing(head_mixing, n_maps, self.head_dim, deacon_m, **(deacon_settings or {}))
+            if head_mixing is not None
+            else None
+        )
+        self.out = nn.Linear(self.mixing.out_features if self.mixing is not None else n_maps * self.head_dim, dim)
         self.dropout = dropout
         self.evolution = (
-            AttentionMapEvolution(n_heads, alpha, beta, map_kernel_size) if (alpha > 0 or beta > 0) else None
+            AttentionMapEvolution(n_maps, alpha, beta, map_kernel_size) if (alpha > 0 or beta > 0) else None
         )
 
     @property
@@ -66,23 +90,34 @@ class MultiHeadAttention(nn.Module):
         valid: torch.Tensor | None = None,
         prev_logits: torch.Tensor | None = None,
         need_logits: bool = False,
+        query: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         x:           (B, N, dim_in)
         valid:       (B, N) bool, False at padded steps (None: all valid)
         prev_logits: (B, K, N, N) logits carried from the previous attention layer, or None
+        query:       (B, N, dim_in) input of the queries when they come from another stream (crossed
+                     co-attention); keys and values always come from x. None: self-attention.
         returns:     out (B, N, dim); logits (B, K, N, N) finite and unmasked, carried to the next
                      layer (None for plain attention unless need_logits)
         """
         b, n, _ = x.shape
-        q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if query is None:
+            q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        else:
+            w_q, w_kv = self.qkv.weight.split([self.qkv.out_features // 3, 2 * self.qkv.out_features // 3])
+            b_q, b_kv = self.qkv.bias.split([self.qkv.out_features // 3, 2 * self.qkv.out_features // 3])
+            q = F.linear(query, w_q, b_q).view(b, n, self.n_heads, self.head_dim).transpose(1, 2)
+            k, v = F.linear(x, w_kv, b_kv).view(b, n, 2, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if self.interacting is not None:
+            q, k, v = virtual_heads(q, k, v, self.interacting)
         p_drop = self.dropout if self.training else 0.0
 
         if self.evolution is None and not need_logits:
             # Plain attention: let PyTorch pick its fused kernel.
             mask = valid[:, None, None, :] if valid is not None else None
             h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
-            return self.out(h.transpose(1, 2).reshape(b, n, -1)), None
+            return self._merge_heads(h, valid), None
 
         logits = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
         if self.evolution is not None:
@@ -95,4 +130,11 @@ class MultiHeadAttention(nn.Module):
         weights = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         weights = F.dropout(weights, p_drop, self.training)
         h = weights @ v
-        return self.out(h.transpose(1, 2).reshape(b, n, -1)), logits
+        return self._merge_heads(h, valid), logits
+
+    def _merge_heads(self, h: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+        """(B, H, N, d_head) head outputs -> concat (or DEACON mixing) -> W^O -> (B, N, dim)"""
+        if self.mixing is not None:
+            return self.out(self.mixing(h, valid))
+        b, _, n, _ = h.shape
+        return self.out(h.transpose(1, 2).reshape(b, n, -1))

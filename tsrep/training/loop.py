@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from tsrep.training.deacon import with_deacon
 from tsrep.training.optim import build_optimizer
 
 
@@ -84,7 +85,10 @@ def train_supervised(
     score_fn(outputs, targets) -> float, higher is better; ties are broken on validation loss.
     on_epoch(epoch, val_score) is called after every epoch (for pruning by a tuner).
     """
-    optimizer = build_optimizer(config.optimizer, model.parameters(), config.lr, config.optimizer_kwargs)
+    # PCA layers (DEACON head mixing) are trained by the DEACON rule, everything else by config.optimizer.
+    optimizer = with_deacon(
+        model, lambda params: build_optimizer(config.optimizer, params, config.lr, config.optimizer_kwargs)
+    )
     history = History()
     best_key, best_state, waited = None, None, 0
     bar = tqdm(range(config.max_epochs), disable=not config.verbose, desc="epochs", leave=False)

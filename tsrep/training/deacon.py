@@ -1,0 +1,188 @@
+"""The DEACON constrained update for PCA layers (paper 001, Sec. 2.2; DESIGN.md section 4).
+
+Per step, with G = dLoss/dW (from backward) and F Sanger's GHA update on the layer's inputs,
+both m x n_in (the orientation of tsrep.nn.deacon.PCALayer.weight, the paper's W^T):
+
+    F    = W C - LT(W C W^T) W          C = mean_r x_r x_r^T over the batch's valid rows
+                                         (= mean_r [y_r x_r^T - LT(y_r y_r^T) W], y_r = W x_r)
+    I_GG = <G,G>,  I_FF = <F,F>,  I_GF = <G,F>
+    dQ   = -xi * dP * sqrt(I_GG)
+    l2   = 0.5 * sqrt((I_FF I_GG - I_GF^2) / (I_GG dP^2 - dQ^2))
+    l1   = (I_GF - 2 l2 dQ) / I_GG
+    dW   = -(l1 / (2 l2)) G + (1 / (2 l2)) F
+
+so that ||dW|| = dP and <G, dW> = dQ < 0 (the loss falls to first order), and dW is the step with
+those two properties most aligned with F. Degenerate cases: G = 0 -> dW = dP F / ||F|| (no loss
+constraint to meet; 0 if F = 0 too); F = 0 or F parallel to G -> dW = -dP G / ||G||.
+After the constrained step, `inner_steps` GHA-only updates W += eta F(W) on the same batch moment
+(eta = gha_lr / trace(C), so eta * lambda_max <= gha_lr) let W track the principal components
+(the paper's inner loop, i = 500 there).
+
+The update depends on G only through its direction, so gradient clipping does not change it.
+Only the PCA weights are trained this way; `with_deacon` builds the ordinary optimiser for every
+other parameter and returns one object that steps both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable
+
+import torch
+from torch import nn
+
+from tsrep.nn.deacon import PCALayer
+
+
+def sanger_update(weight: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+    """Sanger's rule averaged over a batch, from the input second moment: F = W C - LT(W C W^T) W.
+
+    weight: (m, n) (rows: components), moment: (n, n) -> (m, n)
+    """
+    wc = weight @ moment
+    return wc - torch.tril(wc @ weight.T) @ weight
+
+
+def deacon_step(
+    grad: torch.Tensor, hebb: torch.Tensor, dP: float, xi: float, eps: float = 1e-10
+) -> torch.Tensor:
+    """The DEACON weight change dW from G (grad) and F (hebb); computed in float64."""
+    g, f = grad.double(), hebb.double()
+    igg, iff, igf = float((g * g).sum()), float((f * f).sum()), float((g * f).sum())
+    tiny = 1e-300
+    if igg <= tiny:  # no gradient: nothing to decrease, move along F
+        return dP * f / math.sqrt(iff) if iff > tiny else torch.zeros_like(f)
+    disc = iff * igg - igf * igf  # >= 0 by Cauchy-Schwarz
+    if iff <= tiny or disc <= eps * iff * igg:  # F = 0 or F parallel to G: steepest descent of norm dP
+        return -dP * g / math.sqrt(igg)
+    dq = -xi * dP * math.sqrt(igg)
+    lam2 = 0.5 * math.sqrt(disc / (igg * dP * dP - dq * dq))
+    lam1 = (igf - 2.0 * lam2 * dq) / igg
+    return -(lam1 / (2.0 * lam2)) * g + f / (2.0 * lam2)
+
+
+def gha_steps(weight: torch.Tensor, moment: torch.Tensor, n_steps: int, gha_lr: float) -> torch.Tensor:
+    """n_steps GHA-only updates W += eta F(W), eta = gha_lr / trace(C). Returns the new weight (float64)."""
+    w, c = weight.double(), moment.double()
+    trace = float(torch.diagonal(c).sum())
+    if n_steps <= 0 or trace <= 0:
+        return w
+    eta = gha_lr / trace
+    for _ in range(n_steps):
+        w = w + eta * sanger_update(w, c)
+    return w
+
+
+def pca_layers(model: nn.Module) -> list[PCALayer]:
+    return [m for m in model.modules() if isinstance(m, PCALayer)]
+
+
+class DeaconOptimizer(torch.optim.Optimizer):
+    """Trains the weights of PCA layers by the DEACON rule; nothing else.
+
+    Parameters
+    ----------
+    layers : iterable of tsrep.nn.deacon.PCALayer
+        Each must have run a training forward pass (it records its input moment) and a backward
+        pass (its weight's gradient is G) before `step`. A layer without a gradient gets the
+        GHA-only updates; a layer without a recorded moment is skipped.
+    dP, xi, inner_steps, gha_lr : optional overrides of each layer's own settings.
+    """
+
+    def __init__(
+        self,
+        layers: Iterable[PCALayer],
+        dP: float | None = None,
+        xi: float | None = None,
+        inner_steps: int | None = None,
+        gha_lr: float | None = None,
+    ):
+        layers = list(layers)
+        if not layers:
+            raise ValueError("DeaconOptimizer needs at least one PCA layer")
+        groups = []
+        for layer in layers:
+            groups.append(
+                {
+                    "params": [layer.weight],
+                    "dP": layer.dP if dP is None else dP,
+                    "xi": layer.xi if xi is None else xi,
+                    "inner_steps": layer.inner_steps if inner_steps is None else inner_steps,
+                    "gha_lr": layer.gha_lr if gha_lr is None else gha_lr,
+                }
+            )
+        super().__init__(groups, defaults={})
+        self._layers = {id(layer.weight): layer for layer in layers}
+        self.last_steps: list[torch.Tensor] = []  # the constrained dW of the latest step, per layer
+
+    @torch.no_grad()
+    def step(self, closure: Callable | None = None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        self.last_steps = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                layer = self._layers.get(id(p))
+                moment = layer.input_moment if layer is not None else None
+                if moment is None:
+                    continue
+                w = p.detach().double()
+                if p.grad is not None:
+                    dw = deacon_step(p.grad, sanger_update(w, moment), group["dP"], group["xi"])
+                    self.last_steps.append(dw)
+                    w = w + dw
+                w = gha_steps(w, moment, group["inner_steps"], group["gha_lr"])
+                p.copy_(w.to(p.dtype))
+        return loss
+
+
+class OptimizerWithDeacon:
+    """An ordinary optimiser for every parameter but the PCA weights, and DeaconOptimizer for those.
+
+    step() and zero_grad() act on both; param_groups, state_dict and lr schedulers refer to the
+    ordinary optimiser (`base`); `deacon` is the DEACON part.
+    """
+
+    def __init__(self, base: torch.optim.Optimizer, deacon: DeaconOptimizer):
+        self.base = base
+        self.deacon = deacon
+
+    @property
+    def param_groups(self):
+        return self.base.param_groups
+
+    @property
+    def state(self):
+        return self.base.state
+
+    def zero_grad(self, set_to_none: bool = True):
+        self.base.zero_grad(set_to_none=set_to_none)
+        self.deacon.zero_grad(set_to_none=set_to_none)
+
+    def step(self, closure: Callable | None = None):
+        loss = self.base.step(closure)
+        self.deacon.step()
+        return loss
+
+    def state_dict(self):
+        return {"base": self.base.state_dict(), "deacon": self.deacon.state_dict()}
+
+    def load_state_dict(self, state):
+        self.base.load_state_dict(state["base"])
+        self.deacon.load_state_dict(state["deacon"])
+
+
+def with_deacon(model: nn.Module, make_optimizer: Callable[[list], torch.optim.Optimizer], **deacon_overrides):
+    """make_optimizer(params) over every parameter of `model`, or, when the model holds PCA layers,
+    make_optimizer(the other parameters) combined with a DeaconOptimizer for the PCA weights.
+
+    Without PCA layers this is exactly make_optimizer(list(model.parameters())).
+    """
+    layers = pca_layers(model)
+    if not layers:
+        return make_optimizer(list(model.parameters()))
+    pca_ids = {id(layer.weight) for layer in layers}
+    others = [p for p in model.parameters() if id(p) not in pca_ids]
+    return OptimizerWithDeacon(make_optimizer(others), DeaconOptimizer(layers, **deacon_overrides))

@@ -1,0 +1,233 @@
+"""`tsrep-tune`: tune an EA-DC-Transformer on an archive problem with Optuna.
+
+Examples::
+
+    tsrep-tune --dataset BasicMotions --n-trials 20
+    tsrep-tune --dataset JapaneseVowels --set d_model=64 --set n_blocks=3 --set max_epochs=30 --timeout 3600
+    # distributed: the same command on every worker, one database
+    tsrep-tune --dataset BasicMotions --storage postgresql://user:pw@db-host/optuna --study-name bm --max-trials 100
+
+Writes ``<output>/best.yaml`` (the best configuration, loadable with ``tsrep.tuning.load_config``)
+and PNG pictures of the study. The study itself lives in the storage (an SQLite file by default)
+and running the same command again adds trials to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+MODELS = {
+    "classifier": "EADCTransformerClassifier",
+    "regressor": "EADCTransformerRegressor",
+    "EADCTransformerClassifier": "EADCTransformerClassifier",
+    "EADCTransformerRegressor": "EADCTransformerRegressor",
+}
+
+
+class CLIError(ValueError):
+    pass
+
+
+def load_dataset(name: str, split: str):
+    """(X, y, task) of a problem through aeon's loaders (shipped problems work offline)."""
+    from aeon.datasets import load_classification, load_regression
+
+    from tsrep.__main__ import SHIPPED
+
+    task = SHIPPED.get(name)
+    order = [task] if task else ["classification", "regression"]
+    errors = []
+    for kind in order:
+        loader = load_classification if kind == "classification" else load_regression
+        try:
+            X, y = loader(name, split=split)
+        except Exception as e:  # aeon raises various errors for unknown / unreachable problems
+            errors.append(f"{kind}: {e}")
+            continue
+        return X, (y if kind == "classification" else y.astype(float)), kind
+    raise CLIError(
+        f"cannot load dataset {name!r} ({split}) with aeon's loaders: {'; '.join(errors)}. "
+        f"Problems shipped with aeon (offline): {', '.join(sorted(SHIPPED))}"
+    )
+
+
+def parse_assignment(text: str):
+    if "=" not in text:
+        raise CLIError(f"--set expects NAME=VALUE (YAML value: 64, [0.1, 0.5], {{low: 0.1, high: 0.9}}), got {text!r}")
+    name, _, value = text.partition("=")
+    try:
+        return name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as e:
+        raise CLIError(f"--set {text!r}: the value is not valid YAML ({e})") from e
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tsrep-tune", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--dataset", required=True, help="problem name (aeon loaders; shipped ones work offline)")
+    ap.add_argument("--model", default="auto", choices=["auto", *MODELS], help="default: from the dataset's task")
+    ap.add_argument("--n-trials", type=int, default=None, help="trials this run adds (default 20 unless --max-trials/--timeout)")
+    ap.add_argument("--max-trials", type=int, default=None,
+                    help="finished trials the whole study should hold, across all workers (distributed budget)")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds after which no new trial starts")
+    ap.add_argument("--storage", default=None,
+                    help="Optuna storage URL or SQLite path (default: $TSREP_STUDY_DB or ./tsrep-studies.db); 'memory'")
+    ap.add_argument("--study-name", default=None, help="default: <dataset>-<model>")
+    ap.add_argument("--output", type=Path, default=None, help="directory for best.yaml and the PNGs (default tuning/<study>)")
+    ap.add_argument("--search-space", type=Path, default=None, help="YAML mapping of search-space overrides")
+    ap.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE",
+                    help="search-space override: a fixed value, a list of choices or a {low, high} range (repeatable)")
+    ap.add_argument("--continuous", action="store_true", help="continuous alpha, beta, p instead of the paper's grid")
+    ap.add_argument("--cv", type=int, default=None, help="score trials by K-fold CV on TRAIN (default: one hold-out split)")
+    ap.add_argument("--validation-size", type=float, default=0.2, help="hold-out fraction of TRAIN (default 0.2)")
+    ap.add_argument("--pruner", default="median", choices=["median", "percentile", "halving", "hyperband", "none"])
+    ap.add_argument("--max-epochs", type=int, default=None, help="estimator max_epochs (default: the estimator's)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--seed", type=int, default=0, help="estimator random_state and validation split seed")
+    ap.add_argument("--sampler-seed", type=int, default=None, help="TPE seed (leave unset for distributed workers)")
+    ap.add_argument("--heartbeat-interval", type=int, default=60, help="seconds; 0 turns heartbeats off")
+    ap.add_argument("--grace-period", type=int, default=None, help="seconds without heartbeat before a trial is failed")
+    ap.add_argument("--max-retry", type=int, default=3, help="retries of a trial whose worker died")
+    ap.add_argument("--test-score", action="store_true", help="refit the best on TRAIN and report its TEST score")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar or per-trial lines")
+    return ap
+
+
+def make_pruner(name: str):
+    import optuna
+
+    from tsrep.tuning.tune import default_pruner
+
+    return {
+        "median": default_pruner,
+        "percentile": lambda: optuna.pruners.PercentilePruner(25.0, n_startup_trials=5, n_warmup_steps=5),
+        "halving": lambda: optuna.pruners.SuccessiveHalvingPruner(),
+        "hyperband": lambda: optuna.pruners.HyperbandPruner(),
+        "none": lambda: optuna.pruners.NopPruner(),
+    }[name]()
+
+
+def run(args) -> int:
+    import optuna
+    from sklearn.base import clone
+    from tqdm.auto import tqdm
+
+    from tsrep.tuning import save_config, tune
+    from tsrep.tuning.config import resolve_model
+    from tsrep.tuning.storage import default_storage_url, mask_url
+
+    X, y, task = load_dataset(args.dataset, "train")
+    model_name = MODELS[args.model] if args.model != "auto" else (
+        "EADCTransformerClassifier" if task == "classification" else "EADCTransformerRegressor"
+    )
+    cls = resolve_model(model_name)
+    estimator = cls(random_state=args.seed, device=args.device)
+    if args.max_epochs is not None:
+        estimator.set_params(max_epochs=args.max_epochs)
+    space = {}
+    if args.search_space is not None:
+        if not args.search_space.is_file():
+            raise CLIError(f"--search-space {str(args.search_space)!r} does not exist")
+        loaded = yaml.safe_load(args.search_space.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise CLIError(f"--search-space {str(args.search_space)!r} must hold a mapping of parameter -> spec")
+        space.update(loaded)
+    space.update(dict(parse_assignment(a) for a in args.assignments))
+    study_name = args.study_name or f"{args.dataset}-{model_name.replace('EADCTransformer', '').lower()}"
+    output = args.output or Path("tuning") / study_name
+    storage = args.storage or default_storage_url()
+    if "://" not in storage and storage not in ("memory", ":memory:"):
+        storage = f"sqlite:///{Path(storage).expanduser().resolve()}"
+
+    def report(study, trial):
+        if args.quiet:
+            return
+        try:
+            best = f"best {study.best_value:.4f} (trial {study.best_trial.number})"
+        except ValueError:
+            best = "no completed trial yet"
+        value = f"{trial.value:.4f}" if trial.value is not None else "-"
+        seconds = (trial.datetime_complete - trial.datetime_start).total_seconds() if trial.datetime_complete else 0
+        tqdm.write(f"trial {trial.number:>4} {trial.state.name.lower():<8} value {value} | {best} | "
+                   f"{seconds:.1f} s | {trial.params}")
+
+    print(f"tsrep-tune: {args.dataset} ({task}, {len(y)} training cases), {model_name}, study {study_name!r} "
+          f"in {mask_url(str(storage))}", flush=True)
+    start = time.perf_counter()
+    result = tune(
+        estimator, X, y,
+        n_trials=args.n_trials, timeout=args.timeout, max_trials=args.max_trials,
+        storage=storage, study_name=study_name, load_if_exists=True,
+        search_space=space, continuous=args.continuous,
+        pruner=make_pruner(args.pruner), seed=args.sampler_seed,
+        cv=args.cv, validation_size=args.validation_size, random_state=args.seed,
+        refit=False, heartbeat_interval=args.heartbeat_interval or None, grace_period=args.grace_period,
+        max_retry=args.max_retry, callbacks=[report], show_progress_bar=not args.quiet,
+    )
+    study = result.study
+    states = {}
+    for t in study.get_trials(deepcopy=False):
+        states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
+    print(f"study {study_name!r}: {len(study.trials)} trials {states}; this run {time.perf_counter() - start:.1f} s")
+    if result.best_trial is None:
+        print("no completed trial yet: no configuration written")
+        return 1
+    best = clone(estimator).set_params(**result.best_params)
+    metric = study.user_attrs.get("tsrep_scoring", "score")
+    tuning = {
+        "study_name": study_name,
+        "storage": mask_url(str(storage)),
+        "best_trial": result.best_trial.number,
+        "best_validation": {"metric": metric, "value": result.best_value,
+                            "on": study.user_attrs.get("tsrep_validation")},
+        "trials": states,
+        "search_space": study.user_attrs.get("tsrep_search_space"),
+    }
+    if args.test_score:
+        X_test, y_test, _ = load_dataset(args.dataset, "test")
+        fitted = clone(best).fit(X, y)
+        test = float(fitted.score(X_test, y_test))
+        tuning["test"] = {"metric": metric, "value": test}
+        print(f"refit on TRAIN, TEST {metric}: {test:.4f}")
+    output.mkdir(parents=True, exist_ok=True)
+    path = save_config(best, output / "best.yaml", dataset=args.dataset, tuning=tuning)
+    print(f"best validation {metric} {result.best_value:.4f} (trial {result.best_trial.number}): {result.best_params}")
+    print(f"wrote {path}")
+    if not args.no_plots:
+        from tsrep.tuning.plots import save_study_plots
+
+        for kind, png in save_study_plots(study, output).items():
+            print(f"wrote {png}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    logging.getLogger("tsrep").setLevel(logging.WARNING if args.quiet else logging.INFO)
+    import optuna
+
+    from tsrep.tuning.config import ConfigError
+    from tsrep.tuning.space import SearchSpaceError
+    from tsrep.tuning.storage import StorageError
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # our per-trial lines replace Optuna's
+    try:
+        return run(args)
+    except (CLIError, SearchSpaceError, StorageError, ConfigError) as e:
+        print(f"tsrep-tune: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""`TSRepSearchCV`: the tuner as a scikit-learn estimator (for cross_val_score, Pipeline, ...)."""
+
+from __future__ import annotations
+
+import copy
+
+from sklearn.base import BaseEstimator, MetaEstimatorMixin
+from sklearn.metrics import check_scoring
+from sklearn.utils import get_tags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from tsrep.tuning.tune import tune
+
+
+def _best_has(name):
+    def check(self):
+        target = self.best_estimator_ if hasattr(self, "best_estimator_") else self.estimator
+        return hasattr(target, name)
+
+    return check
+
+
+class TSRepSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Optuna search over a tsrep estimator, then a refit on all the data given to ``fit``.
+
+    ``fit(X, y)`` runs :func:`tsrep.tuning.tune` on (X, y) only (validation split or ``cv`` folds
+    carved from it), so the object can sit inside ``cross_val_score`` or a ``Pipeline`` without
+    seeing the outer test data. Parameters are those of :func:`~tsrep.tuning.tune`; ``storage=None``
+    means in-memory here (every clone made by ``cross_val_score`` gets its own study); give a URL
+    and ``study_name`` to keep the study. ``random_state`` seeds the validation split and the sampler.
+
+    Attributes
+    ----------
+    best_estimator_ : the estimator refitted with ``best_params_`` on all of X, y
+    best_params_ : dict, best_score_ : float (mean validation score of the best trial)
+    study_ : optuna.Study
+    classes_ : of the best estimator (classifiers)
+    """
+
+    _required_parameters = ["estimator"]
+
+    def __init__(
+        self,
+        estimator,
+        search_space=None,
+        *,
+        continuous=False,
+        default_space=True,
+        n_trials=10,
+        timeout=None,
+        max_trials=None,
+        cv=None,
+        validation_size=0.2,
+        scoring=None,
+        pruner=None,
+        sampler=None,
+        storage=None,
+        study_name=None,
+        load_if_exists=False,
+        random_state=0,
+        show_progress_bar=False,
+    ):
+        self.estimator = estimator
+        self.search_space = search_space
+        self.continuous = continuous
+        self.default_space = default_space
+        self.n_trials = n_trials
+        self.timeout = timeout
+        self.max_trials = max_trials
+        self.cv = cv
+        self.validation_size = validation_size
+        self.scoring = scoring
+        self.pruner = pruner
+        self.sampler = sampler
+        self.storage = storage
+        self.study_name = study_name
+        self.load_if_exists = load_if_exists
+        self.random_state = random_state
+        self.show_progress_bar = show_progress_bar
+
+    def fit(self, X, y):
+        result = tune(
+            self.estimator,
+            X,
+            y,
+            n_trials=self.n_trials,
+            timeout=self.timeout,
+            max_trials=self.max_trials,
+            storage="memory" if self.storage is None else self.storage,
+            study_name=self.study_name,
+            load_if_exists=self.load_if_exists,
+            search_space=self.search_space,
+            continuous=self.continuous,
+            default_space=self.default_space,
+            pruner=copy.deepcopy(self.pruner),
+            sampler=copy.deepcopy(self.sampler),
+            seed=self.random_state,
+            cv=self.cv,
+            validation_size=self.validation_size,
+            scoring=self.scoring,
+            random_state=self.random_state,
+            refit=True,
+            show_progress_bar=self.show_progress_bar,
+        )
+        self.study_ = result.study
+        self.best_estimator_ = result.best_estimator
+        self.best_params_ = result.best_params
+        self.best_score_ = result.best_value
+        self.best_index_ = result.best_trial.number
+        self.n_trials_ = len(result.study.trials)
+        self.scorer_ = check_scoring(self.best_estimator_, scoring=self.scoring)
+        return self
+
+    @property
+    def classes_(self):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.classes_
+
+    @available_if(_best_has("predict"))
+    def predict(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    @available_if(_best_has("predict_proba"))
+    def predict_proba(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_proba(X)
+
+    def score(self, X, y):
+        """The ``scoring`` metric of the best estimator (its own ``score`` when scoring is None)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.scorer_(self.best_estimator_, X, y)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
+        tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
+        tags.input_tags = copy.deepcopy(inner.input_tags)
+        tags.target_tags = copy.deepcopy(inner.target_tags)
+        return tags

@@ -1,0 +1,150 @@
+"""Where studies live: an SQLite file by default, any Optuna storage URL, heartbeats for distributed workers.
+
+* ``None`` -> the default SQLite file, ``$TSREP_STUDY_DB`` or ``./tsrep-studies.db``;
+* ``"memory"`` (or ``":memory:"``) -> Optuna's in-memory storage (gone with the process);
+* a path without ``://`` -> an SQLite file there;
+* any SQLAlchemy URL Optuna accepts (``sqlite:///x.db``, ``postgresql://user@host:5432/db``,
+  ``mysql+pymysql://...``) -> :class:`optuna.storages.RDBStorage`;
+* an ``optuna.storages.BaseStorage`` object, used as it is.
+
+Database storages get Optuna's heartbeat: a running trial whose worker stops beating for
+``grace_period`` seconds (killed, machine lost) is marked FAIL by the next worker that looks, and
+``RetryHeartbeatStaleTrialCallback`` (formerly ``RetryFailedTrialCallback``) queues it again with the
+same parameters, up to ``max_retry`` times.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import warnings
+from pathlib import Path
+
+import optuna
+from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
+
+DEFAULT_DB_ENV = "TSREP_STUDY_DB"
+DEFAULT_DB_NAME = "tsrep-studies.db"
+DEFAULT_HEARTBEAT_INTERVAL = 60
+MEMORY = ("memory", ":memory:")
+
+try:  # Optuna >= 4.9 renamed the callback and its storage argument
+    from optuna.storages import RetryHeartbeatStaleTrialCallback as _RetryCallback
+
+    _CALLBACK_ARG = "heartbeat_stale_trial_callback"
+except ImportError:  # pragma: no cover - older Optuna
+    from optuna.storages import RetryFailedTrialCallback as _RetryCallback
+
+    _CALLBACK_ARG = "failed_trial_callback"
+
+
+class StorageError(ConnectionError):
+    """The study storage cannot be opened or reached."""
+
+
+def default_storage_url() -> str:
+    path = Path(os.environ.get(DEFAULT_DB_ENV) or DEFAULT_DB_NAME).expanduser().resolve()
+    return f"sqlite:///{path}"
+
+
+def mask_url(url: str) -> str:
+    """The URL with any password replaced by ***, for messages and metadata."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", str(url))
+
+
+def _explain(url: str, error: BaseException) -> str:
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    masked = mask_url(url)
+    if url.startswith("sqlite"):
+        target = url.split(":///", 1)[-1]
+        hint = f"check that the directory of {target!r} exists and is writable"
+    else:
+        hint = "check that the database server is running and reachable, and the URL's host, port, database and user"
+    return f"cannot open the Optuna storage {masked}: {first} ({hint})"
+
+
+def _with_postgres_driver(url: str) -> str:
+    """``postgresql://`` -> ``postgresql+psycopg://`` (psycopg 3) or ``+psycopg2`` (whichever is installed):
+    SQLAlchemy's default driver for the bare scheme changed between versions."""
+    for bare in ("postgresql://", "postgres://"):
+        if url.startswith(bare):
+            rest = url[len(bare):]
+            for module, dialect in (("psycopg", "psycopg"), ("psycopg2", "psycopg2")):
+                try:
+                    importlib.import_module(module)
+                except ImportError:
+                    continue
+                return f"postgresql+{dialect}://{rest}"
+            return f"postgresql://{rest}"
+    return url
+
+
+def resolve_storage(
+    storage=None,
+    *,
+    heartbeat_interval: int | None = DEFAULT_HEARTBEAT_INTERVAL,
+    grace_period: int | None = None,
+    max_retry: int | None = 3,
+    connect_timeout: int = 10,
+) -> BaseStorage:
+    """An Optuna storage for ``storage`` (see the module docstring). Raises StorageError if unreachable."""
+    if isinstance(storage, BaseStorage):
+        return storage
+    if storage is None:
+        storage = default_storage_url()
+    if not isinstance(storage, (str, os.PathLike)):
+        raise TypeError(f"storage must be None, a URL, a path or an optuna storage, got {type(storage).__name__}")
+    url = os.fspath(storage)
+    if url in MEMORY:
+        return InMemoryStorage()
+    if "://" not in url:
+        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+    if url.startswith("sqlite:///"):
+        target = url[len("sqlite:///"):]
+        if target and target != ":memory:" and not Path(target).parent.is_dir():
+            raise StorageError(
+                f"cannot open the Optuna storage {url}: directory {str(Path(target).parent)!r} does not exist"
+            )
+    url = _with_postgres_driver(url)
+    engine_kwargs: dict = {"pool_pre_ping": True}
+    if url.startswith(("postgresql", "postgres")):
+        engine_kwargs["connect_args"] = {"connect_timeout": int(connect_timeout)}
+    elif url.startswith("mysql"):
+        engine_kwargs["connect_args"] = {"connect_timeout": int(connect_timeout)}
+    kwargs: dict = {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            if heartbeat_interval:
+                kwargs["heartbeat_interval"] = int(heartbeat_interval)
+                kwargs["grace_period"] = int(grace_period) if grace_period else 2 * int(heartbeat_interval)
+                if max_retry is None or max_retry > 0:
+                    kwargs[_CALLBACK_ARG] = _RetryCallback(max_retry=max_retry)
+            return RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+    except ImportError as e:
+        driver = "psycopg (pip install 'tsrep[postgres]')" if "postgres" in url else "the database driver"
+        raise StorageError(f"cannot open the Optuna storage {mask_url(url)}: install {driver} ({e})") from e
+    except Exception as e:  # sqlalchemy's OperationalError, ArgumentError, ...
+        if type(e).__module__.startswith("sqlalchemy") or isinstance(e, (OSError, ValueError)):
+            raise StorageError(_explain(url, e)) from e
+        raise
+
+
+def heartbeat_enabled(storage: BaseStorage) -> bool:
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+
+    return is_heartbeat_enabled(storage)
+
+
+def fail_stale_trials(study: optuna.Study) -> None:
+    """Mark trials of dead workers FAIL (and queue their retries), if the storage has heartbeats."""
+    if heartbeat_enabled(study._storage):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+
+
+def retried_trial_number(trial) -> int | None:
+    """Number of the original trial that ``trial`` retries, or None."""
+    return trial.system_attrs.get("failed_trial")

@@ -1,0 +1,333 @@
+"""`tune`: Optuna search over a tsrep estimator's hyper-parameters, scored on TRAIN only, with pruning."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+from sklearn.base import clone, is_classifier
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import KFold, StratifiedKFold, check_cv, train_test_split
+from sklearn.utils import _safe_indexing
+from tqdm.auto import tqdm
+
+from tsrep.training.hooks import epoch_callback
+from tsrep.tuning.space import SearchSpace, adjust_params
+from tsrep.tuning.storage import fail_stale_trials, heartbeat_enabled, mask_url, resolve_storage
+
+logger = logging.getLogger("tsrep.tuning")
+
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+ALIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+DEFAULT_N_TRIALS = 20
+
+
+class _BudgetReached(Exception):
+    """Raised in a trial that another worker's trials left no room for (max_trials)."""
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` returns; unpacks as ``study, best_estimator = tune(...)``."""
+
+    study: optuna.Study
+    best_estimator: object | None
+    best_params: dict = field(default_factory=dict)
+    best_value: float = float("nan")
+    best_trial: optuna.trial.FrozenTrial | None = None
+
+    def __iter__(self):
+        return iter((self.study, self.best_estimator))
+
+
+def default_pruner() -> optuna.pruners.BasePruner:
+    """MedianPruner: a trial stops when its validation score at an epoch is below the median of
+    earlier trials' scores at that epoch; not during the first 5 trials nor before epoch 5."""
+    return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=5)
+
+
+def make_splits(X, y, cv=None, validation_size: float = 0.2, random_state=0, classifier: bool = True):
+    """(train, validation) index pairs within the training data: one hold-out split, or CV folds."""
+    y = np.asarray(y)
+    n = len(y)
+    index = np.arange(n)
+    if cv is None:
+        if not 0 < validation_size < 1:
+            raise ValueError(f"validation_size must be in (0, 1), got {validation_size!r}")
+        stratify = None
+        if classifier:
+            _, counts = np.unique(y, return_counts=True)
+            n_val = math.ceil(validation_size * n)
+            if counts.min() >= 2 and len(counts) <= n_val <= n - len(counts):
+                stratify = y
+        train, val = train_test_split(index, test_size=validation_size, random_state=random_state, stratify=stratify)
+        return [(np.sort(train), np.sort(val))]
+    if isinstance(cv, int):
+        if cv < 2:
+            raise ValueError(f"cv must be at least 2 folds, got {cv}")
+        splitter = (StratifiedKFold if classifier else KFold)(n_splits=cv, shuffle=True, random_state=random_state)
+    else:
+        splitter = check_cv(cv, y, classifier=classifier)
+    return [(np.asarray(tr), np.asarray(va)) for tr, va in splitter.split(np.zeros((n, 1)), y)]
+
+
+def _trial_counts(study: optuna.Study) -> dict:
+    counts = {s: 0 for s in TrialState}
+    for t in study.get_trials(deepcopy=False):
+        counts[t.state] += 1
+    return counts
+
+
+def _check_budget(trial: optuna.Trial, max_trials: int) -> None:
+    """Race-free cap on the study's finished trials across workers: a trial runs only if fewer than
+    ``max_trials`` live trials (finished, running or queued) have a smaller number."""
+    before = [
+        t for t in trial.study.get_trials(deepcopy=False, states=ALIVE) if t.number < trial.number
+    ]
+    if len(before) >= max_trials:
+        trial.set_user_attr("tsrep_surplus", True)
+        raise _BudgetReached(f"study already has {max_trials} trials finished or under way")
+
+
+def best_params_of(trial: optuna.trial.FrozenTrial, space: SearchSpace) -> dict:
+    """The parameters a trial ran with: fixed values, sampled values, adjustments (snapped p)."""
+    return {**space.fixed, **trial.params, **trial.user_attrs.get("adjusted", {})}
+
+
+def _metric_name(estimator, scoring) -> str:
+    if scoring is None:
+        return "accuracy" if is_classifier(estimator) else "r2"
+    return scoring if isinstance(scoring, str) else getattr(scoring, "__name__", repr(scoring))
+
+
+def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_trials=None):
+    """The Optuna objective: fit on each training part, score on its validation part, report every epoch."""
+    max_epochs = int(estimator.get_params().get("max_epochs", 0) or 0)
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+
+    def objective(trial: optuna.Trial) -> float:
+        if max_trials is not None:
+            _check_budget(trial, max_trials)
+        trial.set_user_attr("worker", worker)
+        params, adjusted = adjust_params(space.suggest(trial), space.estimator_params)
+        if adjusted:
+            trial.set_user_attr("adjusted", adjusted)
+        scores, epochs = [], []
+        for fold, (train, val) in enumerate(splits):
+            offset = fold * max_epochs
+
+            def on_epoch(epoch: int, val_score: float, _offset=offset, _fold=fold) -> None:
+                if not math.isfinite(val_score):
+                    return
+                trial.report(float(val_score), _offset + epoch)
+                if trial.should_prune():
+                    raise optuna.TrialPruned(f"pruned at epoch {epoch} of fold {_fold} (validation score {val_score:.4f})")
+
+            model = clone(estimator).set_params(**params)
+            with epoch_callback(on_epoch):
+                model.fit(_safe_indexing(X, train), _safe_indexing(y, train))
+            score = float(scorer(model, _safe_indexing(X, val), _safe_indexing(y, val)))
+            scores.append(score)
+            epochs.append(int(getattr(model, "n_epochs_", -1)))
+            trial.set_user_attr("fold_scores", scores)
+            trial.set_user_attr("epochs", epochs)
+        return float(np.mean(scores))
+
+    return objective
+
+
+def _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval):
+    start = time.monotonic()
+    ran = 0
+    if max_trials is not None:
+        total = max(max_trials - sum(_trial_counts(study)[s] for s in FINISHED), 0)
+        total = min(total, n_trials) if n_trials is not None else total
+    else:
+        total = n_trials
+    bar = tqdm(total=total, desc="trials", unit="trial", disable=not show_progress_bar)
+
+    def progress(study_, trial):
+        bar.update(1)
+        try:
+            bar.set_postfix(best=f"{study_.best_value:.4f}", last=trial.state.name.lower())
+        except ValueError:  # no completed trial yet
+            bar.set_postfix(last=trial.state.name.lower())
+
+    all_callbacks = [progress, *(callbacks or [])]
+    waited_since = None
+    try:
+        while True:
+            if n_trials is not None and ran >= n_trials:
+                break
+            if timeout is not None and time.monotonic() - start >= timeout:
+                break
+            if max_trials is not None:
+                fail_stale_trials(study)
+                c = _trial_counts(study)
+                finished = c[TrialState.COMPLETE] + c[TrialState.PRUNED]
+                if finished >= max_trials:
+                    break
+                if finished + c[TrialState.RUNNING] + c[TrialState.WAITING] >= max_trials and not c[TrialState.WAITING]:
+                    if not heartbeat_enabled(study._storage):
+                        logger.warning(
+                            "study %r: %d trial(s) still running elsewhere would complete max_trials=%d; "
+                            "this storage has no heartbeat to detect dead workers, so this worker stops",
+                            study.study_name, c[TrialState.RUNNING], max_trials,
+                        )
+                        break
+                    if waited_since is None:
+                        waited_since = time.monotonic()
+                        logger.info(
+                            "study %r: waiting for %d running trial(s) of other workers to finish or go stale",
+                            study.study_name, c[TrialState.RUNNING],
+                        )
+                    time.sleep(poll_interval)
+                    continue
+                waited_since = None
+            try:
+                study.optimize(objective, n_trials=1, catch=catch, callbacks=all_callbacks, show_progress_bar=False)
+            except _BudgetReached:
+                continue  # another worker took the last slot; the checks above decide what follows
+            ran += 1
+    finally:
+        bar.close()
+    return ran
+
+
+def tune(
+    estimator,
+    X,
+    y,
+    *,
+    n_trials: int | None = None,
+    timeout: float | None = None,
+    max_trials: int | None = None,
+    storage=None,
+    study_name: str | None = None,
+    load_if_exists: bool = True,
+    search_space: dict | None = None,
+    continuous: bool = False,
+    default_space: bool = True,
+    pruner: optuna.pruners.BasePruner | None = None,
+    sampler: optuna.samplers.BaseSampler | None = None,
+    seed: int | None = None,
+    cv=None,
+    validation_size: float = 0.2,
+    scoring=None,
+    random_state: int | None = 0,
+    refit: bool = True,
+    heartbeat_interval: int | None = 60,
+    grace_period: int | None = None,
+    max_retry: int | None = 3,
+    catch: tuple = (),
+    callbacks: list | None = None,
+    enqueue: list[dict] | None = None,
+    show_progress_bar: bool = False,
+    poll_interval: float = 2.0,
+) -> TuneResult:
+    """Tune ``estimator``'s hyper-parameters on (X, y) with Optuna; returns the study and the refitted best.
+
+    Parameters
+    ----------
+    estimator : tsrep estimator (any scikit-learn estimator works; pruning needs a tsrep one)
+        Parameters outside the search space keep the values it has (e.g. ``max_epochs``).
+    X, y : training data only. Each trial fits on a training part and is scored on a validation
+        part carved from it (``validation_size``), or averaged over ``cv`` folds.
+    n_trials : trials to run in this call (calling again with the same storage and study name adds
+        more). None: no cap of its own; if ``max_trials`` and ``timeout`` are None too, 20.
+    timeout : seconds after which no new trial starts.
+    max_trials : cap on the study's finished (complete + pruned) trials, shared by all workers of
+        the study: a worker stops once the study holds that many, waits while the last ones run
+        elsewhere, and runs the retries of trials whose worker died. Start every distributed worker
+        with the same ``max_trials`` to get exactly that many finished trials.
+    storage : None (SQLite file ``$TSREP_STUDY_DB`` or ``./tsrep-studies.db``), "memory", a path,
+        an Optuna storage URL (``postgresql://user@host/db`` ...) or an Optuna storage object.
+    study_name : None creates a new study with a unique name; a name with ``load_if_exists``
+        resumes that study.
+    search_space : overrides of the paper's space (see :mod:`tsrep.tuning.space`); ``continuous``
+        uses the continuous paper box; ``default_space=False`` tunes only ``search_space``.
+    pruner : any Optuna pruner; default :func:`default_pruner` (MedianPruner). Intermediate values
+        are the estimator's per-epoch validation score (on its own early-stopping split), at step
+        ``fold * max_epochs + epoch``.
+    sampler, seed : default TPESampler(seed=seed), with ``constant_liar`` on database storages.
+    scoring : scikit-learn scorer name or callable; None uses ``estimator.score`` (accuracy, R^2).
+    random_state : seed of the validation split / CV folds (keep it equal across workers).
+    refit : refit the best parameters on all of (X, y).
+    heartbeat_interval, grace_period, max_retry : heartbeat of database storages (see
+        :mod:`tsrep.tuning.storage`); ``heartbeat_interval=None`` turns it off.
+    catch : exception types that fail a trial without stopping the search.
+    enqueue : parameter dicts to run first (e.g. the defaults, as a reference trial).
+    """
+    space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
+    if n_trials is None and max_trials is None and timeout is None:
+        n_trials = DEFAULT_N_TRIALS
+    for name, value in (("n_trials", n_trials), ("max_trials", max_trials)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    classifier = is_classifier(estimator)
+    splits = make_splits(X, y, cv, validation_size, random_state, classifier)
+    scorer = check_scoring(estimator, scoring=scoring)
+
+    storage_obj = resolve_storage(
+        storage, heartbeat_interval=heartbeat_interval, grace_period=grace_period, max_retry=max_retry
+    )
+    distributed = isinstance(storage_obj, optuna.storages.RDBStorage)
+    if sampler is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=distributed)
+    study = optuna.create_study(
+        storage=storage_obj,
+        study_name=study_name,
+        direction="maximize",
+        sampler=sampler,
+        pruner=pruner if pruner is not None else default_pruner(),
+        load_if_exists=load_if_exists,
+    )
+    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
+        raise ValueError(f"study {study.study_name!r} exists and minimises; tsrep studies maximise a score")
+    described = space.describe()
+    attrs = study.user_attrs
+    if "tsrep_search_space" not in attrs:
+        study.set_user_attr("tsrep_estimator", type(estimator).__name__)
+        study.set_user_attr("tsrep_search_space", described)
+        study.set_user_attr("tsrep_scoring", _metric_name(estimator, scoring))
+        study.set_user_attr("tsrep_validation", f"{len(splits)}-fold CV" if cv is not None else f"hold-out {validation_size}")
+    elif attrs["tsrep_search_space"] != described:
+        logger.warning(
+            "study %r was created with another search space (%s); now %s",
+            study.study_name, attrs["tsrep_search_space"], described,
+        )
+    for params in enqueue or []:
+        study.enqueue_trial(params, skip_if_exists=True)
+
+    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials)
+    logger.info("study %r in %s", study.study_name, mask_url(getattr(storage_obj, "url", "memory")))
+    _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval)
+
+    try:
+        best_trial = study.best_trial
+    except ValueError:
+        best_trial = None
+    if best_trial is None:
+        if refit:
+            raise RuntimeError(
+                f"study {study.study_name!r} has no completed trial (all pruned or failed): nothing to refit; "
+                "run more trials or use a less aggressive pruner"
+            )
+        return TuneResult(study, None)
+    best_params = best_params_of(best_trial, space)
+    best_estimator = clone(estimator).set_params(**best_params)
+    if refit:
+        best_estimator.fit(X, y)
+    else:
+        best_estimator = None
+    return TuneResult(study, best_estimator, best_params, float(best_trial.value), best_trial)
