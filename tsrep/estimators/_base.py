@@ -281,7 +281,8 @@ class EADCTransformerMixin:
         data = self._prepare_X(X, fit=True)
         data.targets = targets
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
-            check_interacting_heads(self.n_heads, split_width(self.d_model, self.p)[0], float(data.valid.sum(1).float().mean()))
+            mean_length = float(data.valid.sum(1).float().mean())
+            check_interacting_heads(self.n_heads, split_width(self.d_model, self.p)[0], mean_length)
         rng = np.random.default_rng(seed)
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
         train_idx, val_idx = stratified_split(labels, self.validation_fraction, rng, stratify_on is not None)

@@ -1,12 +1,24 @@
 """Building blocks shared by every backbone (time series, text, vision)."""
 
 from tsrep.nn.attention import MultiHeadAttention
+from tsrep.nn.attention_kinds import ATTENTION_KINDS, build_attention
+from tsrep.nn.crossed import CrossedCoAttention
+from tsrep.nn.deacon import HEAD_MIXINGS, DeaconHeadMixing, PCALayer
+from tsrep.nn.interacting import check_interacting_heads, max_interacting_heads
 from tsrep.nn.dilated_conv import CausalDilatedConv1d
 from tsrep.nn.evolving import AttentionMapEvolution, pair_mask
 from tsrep.nn.norm import MaskedBatchNorm1d, SequenceNorm
 from tsrep.nn.pooling import SequencePooling
 
 __all__ = [
+    "ATTENTION_KINDS",
+    "HEAD_MIXINGS",
+    "CrossedCoAttention",
+    "DeaconHeadMixing",
+    "PCALayer",
+    "build_attention",
+    "check_interacting_heads",
+    "max_interacting_heads",
     "AttentionMapEvolution",
     "CausalDilatedConv1d",
     "MaskedBatchNorm1d",

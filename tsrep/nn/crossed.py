@@ -17,6 +17,10 @@ Corruption of a series (the paper swaps two random sub-word tokens with probabil
   `mask_fraction` of the series, at least one step) is set to zero;
 - None: dropout only.
 
+In the paper the whole encoder is two parallel branches and only the input embeddings are
+corrupted; in tsrep's single-stream backbone every crossed layer makes its two corrupted copies of
+its own input (training only), and the branches meet again in the output projection.
+
 With evolving attention each branch evolves its own maps; the carried logits are the two
 branches' maps stacked along the head axis, (B, 2K, N, N), left branch first.
 """

@@ -81,6 +81,6 @@ def check_interacting_heads(n_heads: int, d: int, mean_length: float, warn: bool
             f"(d: attention width round(p * d_model), n: mean training series length). The heads "
             "are kept as given; for time series the rule usually allows a single head.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return h_max

@@ -8,9 +8,13 @@ from tsrep.training.loop import (
     predict_outputs,
     train_supervised,
 )
+from tsrep.training.deacon import DeaconOptimizer, OptimizerWithDeacon, with_deacon
 from tsrep.training.optim import build_optimizer, resolve_optimizer
 
 __all__ = [
+    "DeaconOptimizer",
+    "OptimizerWithDeacon",
+    "with_deacon",
     "History",
     "SeriesBatchData",
     "TrainConfig",

@@ -128,13 +128,16 @@ class DeaconOptimizer(torch.optim.Optimizer):
                 moment = layer.input_moment if layer is not None else None
                 if moment is None:
                     continue
-                w = p.detach().double()
+                # h x h arithmetic: on the CPU in float64 (hundreds of tiny kernels would cost more on a GPU).
+                moment = moment.detach().to("cpu", torch.float64)
+                w = p.detach().to("cpu", torch.float64)
                 if p.grad is not None:
-                    dw = deacon_step(p.grad, sanger_update(w, moment), group["dP"], group["xi"])
+                    grad = p.grad.detach().to("cpu", torch.float64)
+                    dw = deacon_step(grad, sanger_update(w, moment), group["dP"], group["xi"])
                     self.last_steps.append(dw)
                     w = w + dw
                 w = gha_steps(w, moment, group["inner_steps"], group["gha_lr"])
-                p.copy_(w.to(p.dtype))
+                p.copy_(w.to(device=p.device, dtype=p.dtype))
         return loss
 
 
