@@ -108,7 +108,7 @@ def _metric_name(estimator, scoring) -> str:
     return scoring if isinstance(scoring, str) else getattr(scoring, "__name__", repr(scoring))
 
 
-def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_trials=None):
+def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_trials=None, reuse_duplicates=True):
     """The Optuna objective: fit on each training part, score on its validation part, report every epoch."""
     max_epochs = int(estimator.get_params().get("max_epochs", 0) or 0)
     worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -120,6 +120,14 @@ def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_tria
         params, adjusted = adjust_params(space.suggest(trial), space.estimator_params)
         if adjusted:
             trial.set_user_attr("adjusted", adjusted)
+        if reuse_duplicates:  # on a grid the sampler repeats itself; a seeded fit would give the same score
+            for done in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+                if done.params == trial.params and done.number != trial.number:
+                    trial.set_user_attr("duplicate_of", done.number)
+                    for key in ("fold_scores", "epochs"):
+                        if key in done.user_attrs:
+                            trial.set_user_attr(key, done.user_attrs[key])
+                    return float(done.value)
         scores, epochs = [], []
         for fold, (train, val) in enumerate(splits):
             offset = fold * max_epochs
@@ -232,6 +240,7 @@ def tune(
     enqueue: list[dict] | None = None,
     show_progress_bar: bool = False,
     poll_interval: float = 2.0,
+    reuse_duplicates: bool = True,
 ) -> TuneResult:
     """Tune ``estimator``'s hyper-parameters on (X, y) with Optuna; returns the study and the refitted best.
 
@@ -265,6 +274,9 @@ def tune(
         :mod:`tsrep.tuning.storage`); ``heartbeat_interval=None`` turns it off.
     catch : exception types that fail a trial without stopping the search.
     enqueue : parameter dicts to run first (e.g. the defaults, as a reference trial).
+    reuse_duplicates : a trial whose sampled parameters equal a completed trial's takes that trial's
+        score instead of training again (user attribute ``duplicate_of``); samplers repeat points
+        of small grids, and with a fixed ``random_state`` the fit would be the same.
     """
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
     if n_trials is None and max_trials is None and timeout is None:
@@ -309,7 +321,7 @@ def tune(
     for params in enqueue or []:
         study.enqueue_trial(params, skip_if_exists=True)
 
-    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials)
+    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials, reuse_duplicates)
     logger.info("study %r in %s", study.study_name, mask_url(getattr(storage_obj, "url", "memory")))
     _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval)
 
