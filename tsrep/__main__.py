@@ -1,8 +1,11 @@
-"""`python -m tsrep`: train an EA-DC-Transformer on an archive problem shipped with aeon and print its test score."""
+"""`python -m tsrep`: the quick archive benchmark (seven models of paper 002's Tables I-II on shipped problems,
+offline; configs/quick.yaml, see tsrep.benchmarks.cli), or with --dataset NAME: train an EA-DC-Transformer on one
+problem shipped with aeon and print its test score."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -30,7 +33,12 @@ def load(name: str, split: str):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tsrep", description=__doc__)
-    parser.add_argument("--dataset", default="BasicMotions", choices=sorted(SHIPPED))
+    parser.add_argument("--dataset", default=None, choices=sorted(SHIPPED),
+                        help="train and score one EA-DC-Transformer on this problem (default: the benchmark)")
+    parser.add_argument("--config", default="quick", help="benchmark config (without --dataset; default quick)")
+    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                        help="benchmark cells run in parallel, one process each (default: CPU cores, at most 4)")
+    parser.add_argument("--out", help="benchmark output directory (default results/archive/<config>)")
     parser.add_argument("--max-epochs", type=int, default=100)
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--n-blocks", type=int, default=3)
@@ -41,6 +49,11 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    if args.dataset is None:  # the benchmark: tables of score / #params, pictures, a resumable results store
+        from tsrep.benchmarks.cli import main as benchmark
+
+        rest = ["--config", args.config, "--jobs", str(args.jobs), "--device", args.device]
+        return benchmark(rest + (["--out", args.out] if args.out else []) + (["--quiet"] if args.quiet else []))
 
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 

@@ -98,7 +98,7 @@ class DCTransformerLayer(nn.Module):
 class DCTransformerBlock(nn.Module):
     """Two layers with the same dilation, then a residual over the block and a norm."""
 
-    def __init__(self, n_layers: int = 2, norm: str = "layer", d_model: int = 64, **layer_kwargs):
+    def __init__(self, n_layers: int = 2, norm: str = "batch", d_model: int = 64, **layer_kwargs):
         super().__init__()
         self.layers = nn.ModuleList(
             DCTransformerLayer(d_model=d_model, norm=norm, **layer_kwargs) for _ in range(n_layers)
@@ -138,7 +138,7 @@ class DCTransformerEncoder(nn.Module):
         kernel_size: int = 3,
         dim_feedforward: int | None = None,
         dropout: float = 0.1,
-        norm: str = "layer",
+        norm: str = "batch",
         attention: str = "evolving",
         head_mixing: str | None = None,
         deacon_m: int | None = None,

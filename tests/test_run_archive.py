@@ -1,0 +1,219 @@
+"""The archive benchmark (tsrep.benchmarks, benchmarks/run_archive.py): model registry, configs, the
+selection protocol, the results store and resuming, the tables' Avg Rank and Eq. 12, the CLI."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import tsrep.benchmarks.run as run_mod
+from tsrep.benchmarks import ConfigError, parse_config, run_benchmark, write_report
+from tsrep.benchmarks.cli import main as cli_main
+from tsrep.benchmarks.paper import PAPER_SUMMARY, _TABLE_I, _parse
+from tsrep.benchmarks.report import average_ranks, average_relative_difference
+from tsrep.models import MODELS, get_model
+
+TINY = {"d_model": 8, "n_blocks": 1, "n_heads": 2, "p": 0.5, "max_epochs": 2, "batch_size": 16}
+
+
+def tiny_config(**over):
+    raw = {
+        "name": "tiny",
+        "datasets": ["BasicMotions", "CardanoSentiment"],
+        "models": ["gru", "dc-transformer"],
+        "seeds": [0],
+        "params": TINY,
+        "data": {"offline": True},
+    }
+    raw.update(over)
+    return raw
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def test_average_rank_and_eq12_on_a_hand_computed_table():
+    # 3 datasets x 3 models, RMSE (lower is better), with a tie on d2.
+    scores = pd.DataFrame(
+        {"A": [1.0, 4.0, 10.0], "B": [2.0, 4.0, 30.0], "C": [3.0, 1.0, 20.0]}, index=["d1", "d2", "d3"]
+    )
+    # ranks: d1 A1 B2 C3; d2 A2.5 B2.5 C1; d3 A1 B3 C2 -> A 4.5/3, B 7.5/3, C 6/3
+    np.testing.assert_allclose(average_ranks(scores, lower_better=True), [1.5, 2.5, 2.0])
+    # accuracy direction: the same numbers ranked the other way
+    np.testing.assert_allclose(average_ranks(scores, lower_better=False), [2.5, 1.5, 2.0])
+    # Eq. 12: means per dataset 2, 3, 20 -> A: (-1/2 + 1/3 - 1/2) / 3, B: (0 + 1/3 + 1/2) / 3, C: (1/2 - 2/3 + 0) / 3
+    np.testing.assert_allclose(
+        average_relative_difference(scores), [(-0.5 + 1 / 3 - 0.5) / 3, (0 + 1 / 3 + 0.5) / 3, (0.5 - 2 / 3) / 3]
+    )
+
+
+def test_eq12_reproduces_the_papers_table_i_summary():
+    table = _parse(_TABLE_I)
+    models = list(PAPER_SUMMARY["regression"]["Avg Rel. diff"])
+    scores = pd.DataFrame({m: [table[d][m][0] for d in table] for m in models}, index=list(table))
+    ours = average_relative_difference(scores).round(3)
+    assert list(ours) == [PAPER_SUMMARY["regression"]["Avg Rel. diff"][m] for m in models]
+    ranks = average_ranks(scores, lower_better=True).round(1)
+    assert list(ranks) == [5.2, 5.5, 4.5, 4.7, 4.8, 2.3, 1.0]
+
+
+# ----------------------------------------------------------------------------- registry and configs
+
+
+def test_every_model_builds_for_both_tasks_and_bad_names_are_clear():
+    for name in MODELS:
+        for task in ("classification", "regression"):
+            est = get_model(name, task, d_model=16)
+            assert est.get_params()["d_model"] == 16
+    assert get_model("ea-dc-t-no-conv", "regression").beta == 0.0
+    assert get_model("EA-DC-T", "classification").alpha == 0.5
+    with pytest.raises(ValueError, match="did you mean 'resnet'"):
+        get_model("resnt", "classification")
+    with pytest.raises(ValueError, match="defined by beta=0.0"):
+        get_model("ea-dc-t-no-conv", "classification", beta=0.5)
+    with pytest.raises(ValueError, match="takes no parameter 'alpha'"):
+        get_model("lstm", "classification", alpha=0.5)
+
+
+@pytest.mark.parametrize(
+    "over,match",
+    [
+        ({"models": ["gru", "lstmm"]}, "unknown model 'lstmm'.*did you mean 'lstm'"),
+        ({"datasets": ["BasicMotion"]}, "did you mean 'BasicMotions'"),
+        ({"modles": ["gru"]}, "unknown key 'modles'.*did you mean 'models'"),
+        ({"grid": {"d_model": 64}}, "grid.d_model must be a non-empty list"),
+        ({"params": {"d_modle": 8}}, "no model takes a parameter 'd_modle'.*did you mean 'd_model'"),
+        ({"model_params": {"gru": {"alpha": 0.1}}}, "'gru' takes no"),
+        ({"models": ["ea-dc-t-no-conv"], "model_params": {"ea-dc-t-no-conv": {"beta": 0.3}}}, "takes no"),
+        ({"seeds": ["zero"]}, "seeds"),
+        ({"selection": {"validation_fraction": 1.5}}, "validation_fraction"),
+        ({"models": []}, "'models' must be a non-empty list"),
+    ],
+)
+def test_malformed_configs_are_clear_errors(over, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config(tiny_config(**over))
+
+
+def test_shared_params_apply_only_where_a_model_takes_them():
+    cfg = parse_config(tiny_config(models=["lstm", "ea-dc-t-no-skip"], params={**TINY, "alpha": 0.3, "beta": 0.7}))
+    assert "alpha" not in cfg.params_for("lstm", "BasicMotions")
+    # alpha is the defining parameter of "w/o skip": the shared value never overrides it
+    assert cfg.params_for("ea-dc-t-no-skip", "BasicMotions")["beta"] == 0.7
+    assert "alpha" not in cfg.params_for("ea-dc-t-no-skip", "BasicMotions")
+
+
+def test_shipped_configs_parse():
+    for name in ("quick", "shipped-paper-budget", "paper"):
+        from tsrep.benchmarks import load_config
+
+        cfg = load_config(name)
+        assert cfg.models and cfg.datasets
+    quick = load_config("quick")
+    assert len(quick.datasets) >= 6 and set(quick.models) >= {"lstm", "ea-dc-transformer"}
+    assert len(load_config("paper").datasets) == 17
+
+
+# ----------------------------------------------------------------------------- protocol
+
+
+def test_grid_is_chosen_on_a_validation_split_of_train_never_on_test(monkeypatch):
+    fits, predicts = [], []
+    import tsrep.models  # run_cell imports get_model from here at call time
+
+    original = tsrep.models.get_model
+
+    def spying_get_model(*args, **kwargs):
+        est = original(*args, **kwargs)
+        fit, predict = est.fit, est.predict
+        est.fit = lambda X, y: (fits.append(len(X)), fit(X, y))[1]
+        est.predict = lambda X: (predicts.append(len(X)), predict(X))[1]
+        return est
+
+    monkeypatch.setattr(tsrep.models, "get_model", spying_get_model)
+    cfg = parse_config(tiny_config(datasets=["BasicMotions"], models=["gru"], grid={"d_model": [4, 8]}))
+    (cell,) = run_mod.make_cells(cfg, "cpu")
+    row = run_mod.run_cell(cell)
+    assert row["status"] == "ok", row.get("error")
+    n_train, n_test, n_val = 40, 40, 8  # BasicMotions; 20 % of TRAIN for selection
+    assert fits == [n_train - n_val, n_train - n_val, n_train]  # two candidates, then the refit on TRAIN
+    assert predicts == [n_val, n_val, n_test]  # TEST is predicted once, by the refitted model
+    assert row["n_candidates"] == 2 and row["params"]["d_model"] in (4, 8)
+
+
+# ----------------------------------------------------------------------------- store, resume, tables, CLI
+
+
+def test_tiny_benchmark_stores_resumes_and_writes_tables(tmp_path, monkeypatch):
+    cfg = parse_config(tiny_config())
+    real = run_mod.run_cell
+    calls = []
+
+    def killed_after_two(cell):
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the run is killed while the third cell trains
+        calls.append(cell.key)
+        return real(cell)
+
+    monkeypatch.setattr(run_mod, "run_cell", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(cfg, tmp_path, threads=1, progress=False)
+    store = run_mod.ResultStore(tmp_path / "results.sqlite")
+    assert len(store.done_keys()) == 2  # both finished cells were written at once
+
+    resumed = []
+
+    def counting(cell):
+        resumed.append(cell.key)
+        return real(cell)
+
+    monkeypatch.setattr(run_mod, "run_cell", counting)
+    store, cells = run_benchmark(cfg, tmp_path, threads=1, progress=False)
+    assert len(cells) == 4 and len(resumed) == 2 and not set(resumed) & set(calls)  # only the missing cells
+    df = store.frame([c.key for c in cells])
+    assert (df["status"] == "ok").all() and len(df) == 4
+    assert set(df["metric"]) == {"accuracy", "rmse"} and (df["n_params"] > 0).all()
+    resumed.clear()
+    run_benchmark(cfg, tmp_path, threads=1, progress=False)
+    assert resumed == []  # everything done: nothing runs
+
+    # A changed config is a different cell: nothing stale is reused.
+    changed = parse_config(tiny_config(params={**TINY, "max_epochs": 1}))
+    assert not {c.key for c in run_mod.make_cells(changed)} & store.done_keys()
+
+    report = write_report(df, cfg.models, cfg.datasets, tmp_path / "report", plots=False)
+    md = report["markdown"]
+    assert "| BasicMotions |" in md and "| CardanoSentiment |" in md
+    assert "Avg Rank (over 1 datasets)" in md and "Avg Rel. diff" in md and "Avg Accuracy" in md
+    csv = pd.read_csv(tmp_path / "report" / "regression.csv")
+    assert {"gru", "gru_n_params", "dc-transformer_paper"} <= set(csv.columns)
+
+
+def test_cli_runs_a_config_file_and_draws_pictures(tmp_path, capsys):
+    path = tmp_path / "tiny.yaml"
+    raw = tiny_config(datasets=["ItalyPowerDemand", "BasicMotions", "CardanoSentiment"],
+                      models=["gru", "resnet", "dilated-conv"], params={**TINY, "max_epochs": 1})
+    path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    assert cli_main(["--config", str(path), "--out", str(out), "--quiet", "--threads", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "9/9 cells done" in printed and "| ItalyPowerDemand |" in printed
+    for name in ("tables.md", "classification.csv", "regression.md", "cells.csv", "cd_classification.png",
+                 "bar_classification.png", "bar_regression.png"):
+        assert (out / name).is_file(), name
+    # Bad input on the command line: clear errors, exit status 2.
+    assert cli_main(["--config", "no-such-config"]) == 2
+    assert "no config named 'no-such-config'" in capsys.readouterr().err
+    assert cli_main(["--config", str(path), "--models", "lsmt", "--out", str(out)]) == 2
+    assert "did you mean 'lstm'" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [gru\n")
+    assert cli_main(["--config", str(bad)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+
+
+def test_parallel_jobs_store_every_cell(tmp_path):
+    cfg = parse_config(tiny_config(params={**TINY, "max_epochs": 1}))
+    store, cells = run_benchmark(cfg, tmp_path, jobs=2, threads=1, progress=False)
+    df = store.frame([c.key for c in cells])
+    assert len(df) == 4 and (df["status"] == "ok").all()

@@ -1,0 +1,125 @@
+"""``tsrep-benchmark``: run an archive benchmark from a YAML config and write paper-style tables.
+
+    tsrep-benchmark                                   # configs/quick.yaml: shipped data, offline
+    tsrep-benchmark --config shipped-paper-budget --jobs 2
+    tsrep-benchmark --config paper --device cuda      # the paper's 17 problems (download once)
+    tsrep-benchmark --config quick --report-only      # tables and pictures from stored results
+
+Finished cells are stored in OUT/results.sqlite as they finish; running the same command again
+after an interruption runs only the missing cells. Outputs in OUT (default results/archive/<name>):
+tables.md, classification.md/.csv, regression.md/.csv, cells.csv, cd_<task>.png, bar_<task>.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tsrep-benchmark", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default="quick", help="a YAML file, or a name in configs/ (default: quick)")
+    p.add_argument("--out", help="output directory (default: results/archive/<config name>)")
+    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (processes; default 1)")
+    p.add_argument("--threads", type=int, help="torch threads per job (default: CPU cores / jobs)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ... (default auto)")
+    p.add_argument("--datasets", nargs="+", help="run only these datasets (names or collections)")
+    p.add_argument("--models", nargs="+", help="run only these models (tsrep.models names)")
+    p.add_argument("--seeds", nargs="+", type=int, help="run only these seeds")
+    p.add_argument("--offline", nargs="?", const=True, default=None,
+                   help="never download (optionally: a directory of .ts files to read first)")
+    p.add_argument("--cache-dir", help="where archives are downloaded to and looked for")
+    p.add_argument("--report-only", action="store_true", help="only write tables and pictures from stored results")
+    p.add_argument("--no-plots", action="store_true", help="no PNG pictures")
+    p.add_argument("--list", action="store_true", help="list the models and the config's cells, then exit")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _override(raw: dict, args) -> dict:
+    from tsrep.data.archive import COLLECTIONS
+
+    raw = dict(raw)
+    if args.datasets:
+        raw["collections"] = [d for d in args.datasets if d.lower() in COLLECTIONS]
+        raw["datasets"] = [d for d in args.datasets if d.lower() not in COLLECTIONS]
+    if args.models:
+        raw["models"] = args.models
+        for key in ("model_params", "model_grid"):  # keep the entries of the models still run
+            from tsrep.models import resolve_name
+
+            kept = {resolve_name(m) for m in args.models}
+            raw[key] = {k: v for k, v in (raw.get(key) or {}).items() if resolve_name(k) in kept}
+    if args.seeds:
+        raw["seeds"] = args.seeds
+    data = dict(raw.get("data") or {})
+    if args.offline is not None:
+        data["offline"] = args.offline
+    if args.cache_dir:
+        data["cache_dir"] = args.cache_dir
+    raw["data"] = data
+    return raw
+
+
+def main(argv=None) -> int:
+    import yaml
+
+    from tsrep.benchmarks.config import ConfigError, find_config, parse_config
+    from tsrep.benchmarks.report import write_report
+    from tsrep.benchmarks.run import make_cells, run_benchmark
+    from tsrep.benchmarks.store import ResultStore
+    from tsrep.models import MODELS
+
+    args = build_parser().parse_args(argv)
+    try:
+        path = find_config(args.config)
+        try:
+            raw = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path} is not valid YAML: {err}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: a benchmark config must be a YAML mapping")
+        cfg = parse_config(_override(raw, args), name=path.stem, path=str(path))
+    except (ConfigError, ValueError) as err:
+        print(f"tsrep-benchmark: error: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out or Path("results") / "archive" / cfg.name)
+    cells = make_cells(cfg, args.device)
+    if args.list:
+        for name, spec in MODELS.items():
+            print(f"{name:20s} {spec.label:12s} {spec.description}")
+        print(f"\n{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds "
+              f"= {len(cells)} cells -> {out}")
+        print("datasets:", ", ".join(cfg.datasets))
+        return 0
+    print(f"{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds = "
+          f"{len(cells)} cells; results in {out}", flush=True)
+    start = time.perf_counter()
+    if args.report_only:
+        store = ResultStore(out / "results.sqlite")
+    else:
+        try:
+            store, cells = run_benchmark(cfg, out, jobs=args.jobs, device=args.device, threads=args.threads,
+                                         progress=not args.quiet)
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: finished cells are stored in {out / 'results.sqlite'}; "
+                  "run the same command again to finish the others", file=sys.stderr)
+            return 130
+    df = store.frame(keys=[c.key for c in cells])
+    from tsrep.benchmarks.report import reference_scores
+
+    report = write_report(df, cfg.models, cfg.datasets, out, title=f"{cfg.name} ({len(cfg.seeds)} seed(s))",
+                          plots=not args.no_plots, references=reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir))
+    print(report["markdown"])
+    ok = int((df["status"] == "ok").sum()) if len(df) else 0
+    print(f"{ok}/{len(cells)} cells done; wall time {time.perf_counter() - start:.0f} s; files:")
+    for f in report["files"]:
+        print(f"  {f}")
+    return 0 if ok == len(cells) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

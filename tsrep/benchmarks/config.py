@@ -1,0 +1,279 @@
+"""Benchmark configurations (YAML in ``configs/``): which models, datasets and seeds, with what budget.
+
+Format (every key but ``models`` and one of ``datasets``/``collections`` is optional)::
+
+    name: quick                      # names the output directory (default: the file's stem)
+    datasets: [BasicMotions, Covid3Month]   # archive names (tsrep.data.load_archive)
+    collections: [shipped]           # and/or whole collections (tsrep.data.list_datasets)
+    models: [lstm, ea-dc-transformer]       # tsrep.models names
+    seeds: [0, 1, 2]                 # default [0]
+    params:                          # constructor parameters for every model that takes them
+      max_epochs: 100
+      d_model: 64
+    model_params:                    # per model, over `params` (a model must take every one)
+      ea-dc-transformer: {alpha: 0.5, beta: 0.5}
+    dataset_params:                  # per dataset, over both (applied where a model takes them)
+      Covid3Month: {scaling: symlog}
+    grid:                            # hyperparameters chosen per cell on a validation split of TRAIN
+      d_model: [64, 128]
+      n_blocks: [2, 3, 4, 5]
+    model_grid:                      # per model, added to `grid` (a model must take every one)
+      ea-dc-transformer: {alpha: [0.1, 0.5, 0.9]}
+    selection:
+      validation_fraction: 0.2       # of TRAIN (stratified for classification); TEST is never used
+      refit: true                    # refit the chosen point on all of TRAIN before scoring TEST
+    data:
+      offline: true                  # never download (or a directory of .ts files)
+      cache_dir: null                # default $TSREP_DATA_DIR or ~/.cache/tsrep/archives
+
+Shared ``params``/``grid``/``dataset_params`` apply to a model only where it has that parameter (an
+LSTM has no alpha) and never override a model's defining parameters (beta=0 of "w/o Convolution");
+``model_params`` and ``model_grid`` are checked strictly. Anything malformed raises ConfigError
+naming the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tsrep.data.archive import canonical_name, list_datasets
+from tsrep.models import accepted_params, resolve_name
+
+KEYS = (
+    "name", "description", "datasets", "collections", "models", "seeds", "params", "model_params",
+    "dataset_params", "grid", "model_grid", "selection", "data",
+)
+SELECTION_KEYS = ("validation_fraction", "refit")
+DATA_KEYS = ("offline", "cache_dir")
+
+# Where config names are looked up: ./configs, then the repository's configs/ next to the package.
+CONFIG_DIRS = (Path("configs"), Path(__file__).resolve().parents[2] / "configs")
+
+
+class ConfigError(ValueError):
+    """A benchmark configuration that cannot be run."""
+
+
+@dataclass
+class BenchmarkConfig:
+    name: str
+    datasets: list[str]
+    models: list[str]
+    seeds: list[int] = field(default_factory=lambda: [0])
+    params: dict = field(default_factory=dict)
+    model_params: dict = field(default_factory=dict)
+    dataset_params: dict = field(default_factory=dict)
+    grid: dict = field(default_factory=dict)
+    model_grid: dict = field(default_factory=dict)
+    validation_fraction: float = 0.2
+    refit: bool = True
+    offline: object = None
+    cache_dir: str | None = None
+    description: str = ""
+    path: str | None = None
+
+    def params_for(self, model: str, dataset: str) -> dict:
+        """Fixed constructor parameters of one cell (without the grid)."""
+        accepted = accepted_params(model)
+        out = {k: v for k, v in self.params.items() if k in accepted}
+        out.update({k: v for k, v in self.dataset_params.get(dataset, {}).items() if k in accepted})
+        out.update(self.model_params.get(model, {}))
+        return out
+
+    def grid_for(self, model: str) -> dict:
+        accepted = accepted_params(model)
+        grid = {k: list(v) for k, v in self.grid.items() if k in accepted}
+        grid.update({k: list(v) for k, v in self.model_grid.get(model, {}).items()})
+        return grid
+
+
+def _close(word, options) -> str:
+    close = difflib.get_close_matches(str(word), list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _mapping(raw, key) -> dict:
+    value = raw.get(key) or {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"'{key}' must be a mapping, got {type(value).__name__}: {value!r}")
+    return value
+
+
+def _grid(value, where) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a mapping of parameter -> list of values, got {value!r}")
+    for k, v in value.items():
+        if not isinstance(v, list) or not v:
+            raise ConfigError(f"{where}.{k} must be a non-empty list of values, got {v!r}")
+    return value
+
+
+def _check_model_keys(section: dict, models: list[str], where: str, values_are_lists: bool) -> dict:
+    out = {}
+    for raw_name, value in section.items():
+        try:
+            name = resolve_name(raw_name)
+        except ValueError as err:
+            raise ConfigError(f"{where}: {err}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}.{raw_name} must be a mapping of parameters, got {value!r}")
+        if values_are_lists:
+            _grid(value, f"{where}.{raw_name}")
+        if name not in models:
+            raise ConfigError(f"{where}.{raw_name}: model {name!r} is not in 'models' ({', '.join(models)})")
+        accepted = accepted_params(name)
+        bad = sorted(set(value) - accepted)
+        if bad:
+            raise ConfigError(
+                f"{where}.{raw_name}: {name!r} takes no (free) parameter {', '.join(map(repr, bad))}"
+                f"{_close(bad[0], accepted)}"
+            )
+        out[name] = dict(value)
+    return out
+
+
+def _check_shared_keys(section: dict, models: list[str], where: str) -> None:
+    from tsrep.models import MODELS, model_class
+
+    # Any parameter of any registered model is fine here (a config keeps working when --models
+    # narrows it to an LSTM); this check catches typos, params_for decides where a value goes.
+    known = set().union(*(model_class(m, "classification")._get_param_names() for m in MODELS))
+    for key in section:
+        if key not in known:
+            raise ConfigError(f"{where}: no model takes a parameter {key!r}{_close(key, known)}")
+
+
+def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) -> BenchmarkConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"a benchmark config must be a YAML mapping, got {type(raw).__name__}")
+    unknown = [k for k in raw if k not in KEYS]
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r}{_close(unknown[0], KEYS)}; known keys: {', '.join(KEYS)}")
+
+    models_raw = raw.get("models")
+    if not isinstance(models_raw, list) or not models_raw:
+        raise ConfigError("'models' must be a non-empty list of model names (tsrep.models)")
+    try:
+        models = list(dict.fromkeys(resolve_name(m) for m in models_raw))
+    except ValueError as err:
+        raise ConfigError(f"models: {err}") from None
+
+    datasets = []
+    ds_raw = raw.get("datasets") or []
+    if not isinstance(ds_raw, list):
+        raise ConfigError(f"'datasets' must be a list of dataset names, got {ds_raw!r}")
+    col_raw = raw.get("collections") or []
+    if isinstance(col_raw, str):
+        col_raw = [col_raw]
+    if not isinstance(col_raw, list):
+        raise ConfigError(f"'collections' must be a list of collection names, got {col_raw!r}")
+    try:
+        for c in col_raw:
+            datasets.extend(list_datasets(c))
+        datasets.extend(canonical_name(d) for d in ds_raw)
+    except ValueError as err:
+        raise ConfigError(f"datasets: {err}") from None
+    datasets = list(dict.fromkeys(datasets))
+    if not datasets:
+        raise ConfigError("no datasets: give 'datasets' (names) and/or 'collections'")
+
+    seeds = raw.get("seeds", [0])
+    if isinstance(seeds, int):
+        seeds = [seeds]
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ConfigError(f"'seeds' must be a non-empty list of integers, got {seeds!r}")
+
+    params = _mapping(raw, "params")
+    _check_shared_keys(params, models, "params")
+    grid = _grid(_mapping(raw, "grid"), "grid")
+    _check_shared_keys(grid, models, "grid")
+    model_params = _check_model_keys(_mapping(raw, "model_params"), models, "model_params", False)
+    model_grid = _check_model_keys(_mapping(raw, "model_grid"), models, "model_grid", True)
+    dataset_params = {}
+    for ds, value in _mapping(raw, "dataset_params").items():
+        try:
+            ds_name = canonical_name(ds)
+        except ValueError as err:
+            raise ConfigError(f"dataset_params: {err}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"dataset_params.{ds} must be a mapping of parameters, got {value!r}")
+        _check_shared_keys(value, models, f"dataset_params.{ds}")
+        dataset_params[ds_name] = dict(value)
+
+    selection = _mapping(raw, "selection")
+    bad = [k for k in selection if k not in SELECTION_KEYS]
+    if bad:
+        raise ConfigError(f"selection: unknown key {bad[0]!r}{_close(bad[0], SELECTION_KEYS)}")
+    fraction = selection.get("validation_fraction", 0.2)
+    if not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+        raise ConfigError(f"selection.validation_fraction must be in (0, 1), got {fraction!r}")
+    refit = selection.get("refit", True)
+    if not isinstance(refit, bool):
+        raise ConfigError(f"selection.refit must be true or false, got {refit!r}")
+
+    data = _mapping(raw, "data")
+    bad = [k for k in data if k not in DATA_KEYS]
+    if bad:
+        raise ConfigError(f"data: unknown key {bad[0]!r}{_close(bad[0], DATA_KEYS)}")
+
+    cfg = BenchmarkConfig(
+        name=str(raw.get("name") or name),
+        datasets=datasets,
+        models=models,
+        seeds=list(dict.fromkeys(seeds)),
+        params=dict(params),
+        model_params=model_params,
+        dataset_params=dataset_params,
+        grid={k: list(v) for k, v in grid.items()},
+        model_grid=model_grid,
+        validation_fraction=float(fraction),
+        refit=refit,
+        offline=data.get("offline"),
+        cache_dir=data.get("cache_dir"),
+        description=str(raw.get("description") or ""),
+        path=path,
+    )
+    # Every cell's parameters must build an estimator: catch contradictions (e.g. beta for
+    # "w/o Convolution") now, not after an hour of training.
+    from tsrep.models import get_model
+
+    for model in models:
+        for dataset in datasets:
+            try:
+                get_model(model, "classification", **cfg.params_for(model, dataset))
+            except ValueError as err:
+                raise ConfigError(f"model {model!r} on {dataset}: {err}") from None
+    return cfg
+
+
+def find_config(spec: str) -> Path:
+    """A config path, or a name looked up as configs/<name>.yaml (here, then in the repository)."""
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"config file {spec} does not exist")
+        return path
+    tried = []
+    for folder in CONFIG_DIRS:
+        for suffix in (".yaml", ".yml"):
+            candidate = folder / f"{spec}{suffix}"
+            tried.append(str(candidate))
+            if candidate.is_file():
+                return candidate
+    raise ConfigError(f"no config named {spec!r}; looked for {', '.join(tried)}")
+
+
+def load_config(spec: str) -> BenchmarkConfig:
+    path = find_config(spec)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    try:
+        return parse_config(raw, name=path.stem, path=str(path))
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None

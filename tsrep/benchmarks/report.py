@@ -1,0 +1,300 @@
+"""Tables and pictures of a benchmark, laid out like paper 002's Tables I-IV.
+
+Per task, one table: a row per dataset, a column per model, each cell ``score / #params`` (mean
+over seeds, "± std" when there are several), and the paper's number beside ours where it has one
+for that dataset and model. Under it:
+
+- Avg Rank: models ranked per dataset (1 = best: highest accuracy, lowest RMSE; ties share the
+  average rank), averaged over datasets;
+- Avg Rel. diff (regression, Eq. 12): r_j = 1/N sum_i (r_ij - R_i) / R_i with R_i the mean RMSE of
+  all compared models on dataset i; negative is better than the average model;
+- Avg Accuracy (classification).
+
+A last, unranked column gives the score of a constant prediction fitted on TRAIN (majority class,
+or the mean training target): a model that does not beat it has learnt nothing.
+
+The summary rows use only the datasets where every model has a score (their number is printed);
+a dataset with a missing cell is still shown. The paper's own summary rows are printed beside ours
+only when the table holds exactly the paper's datasets and the models are among its seven.
+
+Pictures (matplotlib, PNG): aeon's critical-difference diagram per task (needs three models and
+at least two complete datasets) and a grouped bar chart per task (accuracy; for regression the
+RMSE relative to the dataset's mean over models, the quantity that Eq. 12 averages).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tsrep.benchmarks.paper import PAPER_SUMMARY, paper_score
+from tsrep.data.archive import PAPER_CLASSIFICATION, PAPER_REGRESSION
+from tsrep.models import PAPER_MODELS, model_spec
+
+LOWER_IS_BETTER = {"classification": False, "regression": True}
+
+
+def average_ranks(scores: pd.DataFrame, lower_better: bool) -> pd.Series:
+    """scores: datasets x models (complete rows) -> mean rank per model (1 = best, ties averaged)."""
+    from scipy.stats import rankdata
+
+    values = scores.to_numpy(dtype=float)
+    ranks = np.array([rankdata(row if lower_better else -row) for row in values])
+    return pd.Series(ranks.mean(axis=0), index=scores.columns)
+
+
+def average_relative_difference(scores: pd.DataFrame) -> pd.Series:
+    """Eq. 12 of paper 002: mean over datasets of (r_ij - mean_k r_ik) / mean_k r_ik."""
+    values = scores.to_numpy(dtype=float)
+    means = values.mean(axis=1, keepdims=True)
+    return pd.Series(((values - means) / means).mean(axis=0), index=scores.columns)
+
+
+def aggregate(df: pd.DataFrame) -> pd.DataFrame:
+    """Stored rows -> one row per (task, dataset, model): mean, std and count over seeds, mean #params."""
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return pd.DataFrame(columns=["task", "dataset", "model", "score", "std", "n_seeds", "n_params"])
+    grouped = ok.groupby(["task", "dataset", "model"], sort=False)
+    out = grouped.agg(score=("score", "mean"), std=("score", "std"), n_seeds=("score", "size"),
+                      n_params=("n_params", "mean")).reset_index()
+    return out
+
+
+def format_params(n: float | None) -> str:
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "?"
+    if n >= 1e5:
+        return f"{n / 1e6:.2g} M" if n < 1e6 else f"{n / 1e6:.1f} M"
+    return f"{n / 1e3:.3g} k"
+
+
+def format_score(x: float, task: str) -> str:
+    return f"{x:.3f}" if task == "classification" or abs(x) >= 1 else f"{x:.4g}"
+
+
+def reference_scores(datasets, offline=None, cache_dir=None) -> dict[str, float]:
+    """Per dataset the test score of a constant prediction fitted on TRAIN: the majority class's accuracy
+    (classification) or the RMSE of predicting the mean training target (regression). A model that does
+    not beat it has learnt nothing; datasets that cannot be loaded are left out."""
+    from tsrep.benchmarks.run import score
+    from tsrep.data.archive import dataset_task, load_archive
+
+    out = {}
+    for d in datasets:
+        try:
+            _, y_train = load_archive(d, "train", cache_dir=cache_dir, offline=offline)
+            _, y_test = load_archive(d, "test", cache_dir=cache_dir, offline=offline)
+        except Exception:
+            continue
+        if dataset_task(d) == "classification":
+            values, counts = np.unique(y_train, return_counts=True)
+            constant = values[counts.argmax()]
+        else:
+            constant = float(np.mean(y_train))
+        out[d] = score(dataset_task(d), y_test, np.full(len(y_test), constant, dtype=object
+                                                         if dataset_task(d) == "classification" else float))
+    return out
+
+
+REFERENCE_LABEL = {"classification": "Majority class", "regression": "Train mean"}
+
+
+def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[str]) -> dict:
+    """Everything one task's table needs: scores (datasets x models), the complete datasets, summary rows."""
+    sub = agg[agg["task"] == task]
+    datasets = [d for d in datasets if d in set(sub["dataset"])]
+    scores = sub.pivot(index="dataset", columns="model", values="score").reindex(index=datasets, columns=models)
+    complete = scores.dropna()
+    summary = {}
+    if len(complete) and len(models) > 1:
+        summary["Avg Rank"] = average_ranks(complete, LOWER_IS_BETTER[task])
+        if task == "regression":
+            summary["Avg Rel. diff"] = average_relative_difference(complete)
+        else:
+            summary["Avg Accuracy"] = complete.mean(axis=0)
+    return {"scores": scores, "complete": complete, "summary": summary, "datasets": datasets, "sub": sub}
+
+
+def _paper_summary_applies(task: str, complete: pd.DataFrame, models: list[str]) -> bool:
+    paper_sets = {"classification": set(PAPER_CLASSIFICATION), "regression": set(PAPER_REGRESSION)}
+    return set(complete.index) == paper_sets[task] and set(models) <= set(PAPER_MODELS)
+
+
+def render_markdown(table: dict, task: str, models: list[str], paper: bool = True, references=None) -> str:
+    """references: {dataset: constant-prediction score} shown as a last column (not ranked)."""
+    sub, datasets = table["sub"], table["datasets"]
+    lookup = {(r.dataset, r.model): r for r in sub.itertuples()}
+    metric = "accuracy" if task == "classification" else "RMSE"
+    labels = [model_spec(m).label for m in models]
+    extra = [REFERENCE_LABEL[task]] if references else []
+    lines = [f"| Dataset ({metric} / #params) | " + " | ".join(labels + extra) + " |",
+             "|---|" + "---|" * (len(models) + len(extra))]
+    for d in datasets:
+        cells = []
+        for m in models:
+            r = lookup.get((d, m))
+            text = "n/a"
+            if r is not None:
+                text = format_score(r.score, task)
+                if r.n_seeds > 1 and not math.isnan(r.std):
+                    text += f" ± {format_score(r.std, task)}"
+                text += f" / {format_params(r.n_params)}"
+            ref = paper_score(d, m) if paper else None
+            if ref is not None:
+                text += f" (paper {ref[0]:g}" + (f" / {format_params(ref[1])})" if ref[1] else ")")
+            cells.append(text)
+        if references:
+            cells.append(format_score(references[d], task) if d in references else "n/a")
+        lines.append(f"| {d} | " + " | ".join(cells) + " |")
+    n = len(table["complete"])
+    paper_rows = paper and _paper_summary_applies(task, table["complete"], models)
+    for name, values in table["summary"].items():
+        digits = 2 if name == "Avg Rank" else 3
+        cells = []
+        for m in models:
+            text = f"{values[m]:.{digits}f}"
+            if paper_rows and m in PAPER_SUMMARY[task].get(name, {}):
+                text += f" (paper {PAPER_SUMMARY[task][name][m]:g})"
+            cells.append(text)
+        lines.append(f"| {name} (over {n} datasets) | " + " | ".join(cells + [""] * bool(references)) + " |")
+    return "\n".join(lines)
+
+
+def table_csv(table: dict, task: str, models: list[str], references=None) -> pd.DataFrame:
+    """Wide CSV: per model score, std, n_seeds, n_params, paper score, paper n_params; summary rows after."""
+    sub, datasets = table["sub"], table["datasets"]
+    lookup = {(r.dataset, r.model): r for r in sub.itertuples()}
+    rows = []
+    for d in datasets:
+        row = {"dataset": d}
+        for m in models:
+            r = lookup.get((d, m))
+            ref = paper_score(d, m)
+            row.update({
+                f"{m}": r.score if r is not None else np.nan,
+                f"{m}_std": r.std if r is not None else np.nan,
+                f"{m}_n_seeds": r.n_seeds if r is not None else 0,
+                f"{m}_n_params": r.n_params if r is not None else np.nan,
+                f"{m}_paper": ref[0] if ref else np.nan,
+                f"{m}_paper_n_params": ref[1] if ref and ref[1] else np.nan,
+            })
+        row["reference"] = (references or {}).get(d, np.nan)
+        rows.append(row)
+    for name, values in table["summary"].items():
+        row = {"dataset": f"{name} (over {len(table['complete'])} datasets)"}
+        row.update({m: values[m] for m in models})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_cd(table: dict, task: str, models: list[str], path: Path) -> Path | None:
+    """aeon's critical-difference diagram; None (and why, printed) when it cannot be drawn."""
+    complete = table["complete"]
+    if len(models) < 3 or len(complete) < 2:  # aeon's Friedman test needs three models
+        print(f"[report] no critical-difference diagram for {task}: needs >= 3 models and >= 2 complete datasets")
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from aeon.visualisation import plot_critical_difference
+
+    try:
+        fig, _ = plot_critical_difference(
+            complete.to_numpy(dtype=float), [model_spec(m).label for m in models],
+            lower_better=LOWER_IS_BETTER[task],
+        )
+    except Exception as err:  # e.g. too few datasets for the test
+        print(f"[report] critical-difference diagram for {task} failed: {type(err).__name__}: {err}")
+        return None
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def plot_bars(table: dict, task: str, models: list[str], path: Path) -> Path | None:
+    scores = table["scores"]
+    if scores.empty:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    values = scores.to_numpy(dtype=float)
+    if task == "regression":
+        values = values / np.nanmean(values, axis=1, keepdims=True)
+        ylabel = "RMSE / mean RMSE over models (lower is better)"
+    else:
+        ylabel = "test accuracy"
+    n_d, n_m = values.shape
+    width = 0.8 / n_m
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * n_d + 2), 4))
+    x = np.arange(n_d)
+    for j, m in enumerate(models):
+        ax.bar(x + (j - (n_m - 1) / 2) * width, values[:, j], width, label=model_spec(m).label)
+        if task == "classification":
+            for i, d in enumerate(scores.index):
+                ref = paper_score(d, m)
+                if ref is not None:
+                    ax.plot(x[i] + (j - (n_m - 1) / 2) * width, ref[0], "k_", markersize=8)
+    ax.set_xticks(x, list(scores.index), rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    title = f"{task}: test {'accuracy' if task == 'classification' else 'relative RMSE'} per dataset"
+    if task == "classification":
+        title += " (black marks: paper 002)"
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_dir, title: str = "",
+                 plots: bool = True, paper: bool = True, references: dict | None = None) -> dict:
+    """Write tables (Markdown + CSV), the cells' CSV and the pictures; returns {"markdown": str, "files": [...]}.
+
+    references: {dataset: score of a constant prediction} (reference_scores), shown beside the models.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    cells_csv = out_dir / "cells.csv"
+    df.drop(columns=["spec"], errors="ignore").to_csv(cells_csv, index=False)
+    files.append(cells_csv)
+    agg = aggregate(df)
+    parts = [f"# {title}".rstrip()] if title else []
+    for task in ("classification", "regression"):
+        table = task_table(agg, task, models, datasets)
+        if not table["datasets"]:
+            continue
+        md = render_markdown(table, task, models, paper, references)
+        parts.append(f"## {task.capitalize()} ({'accuracy, higher' if task == 'classification' else 'RMSE, lower'}"
+                     " is better)\n\n" + md)
+        table_csv(table, task, models, references).to_csv(out_dir / f"{task}.csv", index=False)
+        (out_dir / f"{task}.md").write_text(md + "\n")
+        files += [out_dir / f"{task}.csv", out_dir / f"{task}.md"]
+        if plots:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                print("[report] matplotlib is not installed (pip install tsrep[plots]); no pictures")
+                plots = False
+                continue
+            for made in (plot_cd(table, task, models, out_dir / f"cd_{task}.png"),
+                         plot_bars(table, task, models, out_dir / f"bar_{task}.png")):
+                if made is not None:
+                    files.append(made)
+    errors = df[df["status"] != "ok"]
+    if len(errors):
+        parts.append("Failed cells (run again to retry): " + ", ".join(
+            f"{r.dataset}/{r.model}/seed {r.seed}" for r in errors.itertuples()))
+    markdown = "\n\n".join(parts) + "\n"
+    (out_dir / "tables.md").write_text(markdown)
+    files.append(out_dir / "tables.md")
+    return {"markdown": markdown, "files": files}

@@ -1,0 +1,428 @@
+"""Loaders for the UEA multivariate classification archive and the Monash TSER regression archive.
+
+    X, y = load_archive("JapaneseVowels", split="train")       # shipped with aeon: works offline
+    X, y = load_archive("EthanolConcentration", split="test")  # downloaded once into the cache
+    list_datasets("paper-classification")                      # the 11 UEA problems of paper 002
+
+Where a problem is looked for, in order (the first directory holding both ``<Name>_TRAIN.ts`` and
+``<Name>_TEST.ts``, either in ``<dir>/<Name>/`` or directly in ``<dir>/``, wins):
+
+1. ``offline`` when it is a directory (parameter, or the ``TSREP_OFFLINE`` environment variable);
+2. the cache directory: ``cache_dir``, else ``$TSREP_DATA_DIR``, else ``~/.cache/tsrep/archives``;
+3. aeon's own download directory (``aeon.datasets`` data home), where ``aeon.datasets`` puts what it fetched;
+4. the files shipped inside aeon and sktime (``list_datasets("shipped")``);
+5. unless offline, a download through aeon's ``load_classification`` / ``load_regression`` (the
+   archives' Zenodo records of the tsml community) into the cache directory, after which the
+   problem is read from there.
+
+The files are read with aeon's ``load_from_ts_file``: an equal-length problem comes back as a 3-D
+array (n_cases, n_channels, n_timepoints), an unequal-length one as a list of 2-D arrays, missing
+values as NaN, regression targets as floats, class labels as strings; tsrep's estimators take all
+of these as they are.
+
+Decisions where the archives and aeon leave a gap:
+
+- PPGDalia (Monash) has channels of different lengths within a case (sensors sampled at 4, 32 and
+  64 Hz over the same window), which aeon's reader refuses. Each case's channels are resampled by
+  linear interpolation onto the length of its longest channel (they cover the same time window,
+  so this aligns them in time), then the rewritten file is read by aeon's reader as usual.
+- aeon's reader lower-cases class labels (it lower-cases every data line); labels are kept as aeon
+  returns them.
+- Names are matched case-insensitively, and the paper's abbreviations (``BenzeneConcentr``,
+  ``BeijingPM10``, ``SpokenArabicDigit``, ``PEMS``, ...) are accepted as aliases.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+#: The 30 problems of the UEA multivariate time series classification archive (Bagnall et al. 2018).
+UEA = (
+    "ArticularyWordRecognition", "AtrialFibrillation", "BasicMotions", "CharacterTrajectories", "Cricket",
+    "DuckDuckGeese", "EigenWorms", "Epilepsy", "EthanolConcentration", "ERing", "FaceDetection",
+    "FingerMovements", "HandMovementDirection", "Handwriting", "Heartbeat", "InsectWingbeat",
+    "JapaneseVowels", "Libras", "LSST", "MotorImagery", "NATOPS", "PenDigits", "PEMS-SF", "PhonemeSpectra",
+    "RacketSports", "SelfRegulationSCP1", "SelfRegulationSCP2", "SpokenArabicDigits", "StandWalkJump",
+    "UWaveGestureLibrary",
+)
+
+#: The 19 problems of the Monash time series extrinsic regression archive (Tan et al. 2021).
+MONASH = (
+    "AppliancesEnergy", "HouseholdPowerConsumption1", "HouseholdPowerConsumption2", "BenzeneConcentration",
+    "BeijingPM25Quality", "BeijingPM10Quality", "LiveFuelMoistureContent", "FloodModeling1", "FloodModeling2",
+    "FloodModeling3", "AustraliaRainfall", "PPGDalia", "IEEEPPG", "BIDMC32RR", "BIDMC32HR", "BIDMC32SpO2",
+    "NewsHeadlineSentiment", "NewsTitleSentiment", "Covid3Month",
+)
+
+#: Paper 002, Table II (classification) and Table I (regression), in the tables' row order.
+PAPER_CLASSIFICATION = (
+    "EthanolConcentration", "FaceDetection", "Handwriting", "Heartbeat", "JapaneseVowels", "PEMS-SF",
+    "SelfRegulationSCP1", "SelfRegulationSCP2", "SpokenArabicDigits", "UWaveGestureLibrary", "InsectWingbeat",
+)
+PAPER_REGRESSION = (
+    "AppliancesEnergy", "BenzeneConcentration", "BeijingPM10Quality", "BeijingPM25Quality",
+    "LiveFuelMoistureContent", "IEEEPPG",
+)
+
+#: Problems whose files ship inside aeon (aeon/datasets/data) or sktime (sktime/datasets/data).
+SHIPPED_CLASSIFICATION = (
+    "BasicMotions", "JapaneseVowels", "ArrowHead", "GunPoint", "ItalyPowerDemand", "OSULeaf", "ACSF1",
+    "PLAID", "PickupGestureWiimoteZ",
+)
+SHIPPED_REGRESSION = ("Covid3Month", "CardanoSentiment", "Tecator")
+
+COLLECTIONS = ("uea", "monash", "paper-classification", "paper-regression", "shipped")
+
+# The paper's spellings (Tables I-IV) and other common short names.
+ALIASES = {
+    "benzeneconcentr": "BenzeneConcentration",
+    "beijingpm10": "BeijingPM10Quality",
+    "beijingpm25": "BeijingPM25Quality",
+    "livefuelmoisture": "LiveFuelMoistureContent",
+    "spokenarabicdigit": "SpokenArabicDigits",
+    "pems": "PEMS-SF",
+    "pemssf": "PEMS-SF",
+    "insectwingbeats": "InsectWingbeat",
+    "uwavegesture": "UWaveGestureLibrary",
+}
+
+ENV_CACHE = "TSREP_DATA_DIR"
+ENV_OFFLINE = "TSREP_OFFLINE"
+DEFAULT_CACHE = Path("~/.cache/tsrep/archives")
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """A problem that is neither on disk nor downloadable (offline, or the download failed)."""
+
+
+def _task_of() -> dict[str, str]:
+    tasks = {n: "classification" for n in UEA + SHIPPED_CLASSIFICATION}
+    tasks.update({n: "regression" for n in MONASH + SHIPPED_REGRESSION})
+    return tasks
+
+
+TASKS = _task_of()
+
+
+def known_datasets() -> list[str]:
+    """Every problem name this module knows (UEA, Monash, shipped)."""
+    return sorted(TASKS, key=str.lower)
+
+
+def _shipped_roots() -> list[Path]:
+    roots = []
+    for module in ("aeon.datasets", "sktime.datasets"):
+        try:
+            spec = __import__(module, fromlist=["__file__"])
+        except Exception:  # sktime is optional; a broken install must not break the loader
+            continue
+        roots.append(Path(spec.__file__).parent / "data")
+    return roots
+
+
+def _aeon_data_home() -> Path | None:
+    try:
+        from aeon.datasets.dataset_collections import _get_data_home
+
+        return Path(_get_data_home())
+    except Exception:  # private in aeon; only an extra place to look
+        return None
+
+
+def resolve_cache_dir(cache_dir=None) -> Path:
+    """The cache directory: the parameter, else $TSREP_DATA_DIR, else ~/.cache/tsrep/archives."""
+    return Path(cache_dir or os.environ.get(ENV_CACHE) or DEFAULT_CACHE).expanduser()
+
+
+def _resolve_offline(offline):
+    """(no_download, offline_dir or None) from the parameter or $TSREP_OFFLINE."""
+    if offline is None:
+        env = os.environ.get(ENV_OFFLINE, "").strip()
+        if not env or env.lower() in ("0", "false", "no"):
+            return False, None
+        offline = True if env.lower() in ("1", "true", "yes") else env
+    if isinstance(offline, bool):
+        return offline, None
+    path = Path(offline).expanduser()
+    if not path.is_dir():
+        raise NotADirectoryError(f"offline={str(offline)!r} is not a directory of .ts files")
+    return True, path
+
+
+def canonical_name(name: str) -> str:
+    """The archive's spelling of `name` (case-insensitive, paper aliases); ValueError with close names."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"dataset name must be a non-empty string, got {name!r}")
+    by_lower = {n.lower(): n for n in TASKS}
+    key = name.lower()
+    if key in by_lower:
+        return by_lower[key]
+    squashed = key.replace("-", "").replace("_", "")
+    if squashed in ALIASES:
+        return ALIASES[squashed]
+    if key in ALIASES:
+        return ALIASES[key]
+    close = difflib.get_close_matches(key, list(by_lower) + list(ALIASES), n=3, cutoff=0.6)
+    names = []
+    for c in close:
+        full = by_lower.get(c) or ALIASES[c]
+        if full not in names:
+            names.append(full)
+    hint = f" (did you mean {' or '.join(repr(n) for n in names)}?)" if names else ""
+    raise ValueError(
+        f"unknown dataset {name!r}{hint}. Known: the 30 UEA and 19 Monash problems and the shipped ones "
+        f"(tsrep.data.list_datasets('uea' | 'monash' | 'shipped')); a problem in an offline directory "
+        "can be loaded under its file name with load_archive(name, offline=DIR)."
+    )
+
+
+def dataset_task(name: str) -> str:
+    """'classification' or 'regression' for a known problem."""
+    return TASKS[canonical_name(name)]
+
+
+def _find_files(root: Path, name: str) -> Path | None:
+    """The directory holding <name>_TRAIN.ts and <name>_TEST.ts under root (root/name/ or root/)."""
+    for folder in (root / name, root):
+        if (folder / f"{name}_TRAIN.ts").is_file() and (folder / f"{name}_TEST.ts").is_file():
+            return folder
+    return None
+
+
+def _local_roots(cache: Path, offline_dir: Path | None) -> list[tuple[str, Path]]:
+    roots = []
+    if offline_dir is not None:
+        roots.append(("offline directory", offline_dir))
+    roots.append(("cache directory", cache))
+    home = _aeon_data_home()
+    if home is not None:
+        roots.append(("aeon's download directory", home))
+    roots.extend(("shipped with " + r.parent.parent.name, r) for r in _shipped_roots())
+    return roots
+
+
+def find_local(name: str, cache_dir=None, offline=None) -> Path | None:
+    """The local directory holding the problem's TRAIN and TEST files, or None."""
+    no_download, offline_dir = _resolve_offline(offline)
+    name = _lookup_name(name, offline_dir)
+    for _, root in _local_roots(resolve_cache_dir(cache_dir), offline_dir):
+        found = _find_files(root, name)
+        if found is not None:
+            return found
+    return None
+
+
+def _lookup_name(name: str, offline_dir: Path | None) -> str:
+    """canonical_name, except that any problem present in an offline directory may be used by its file name."""
+    try:
+        return canonical_name(name)
+    except ValueError:
+        if offline_dir is not None and isinstance(name, str) and _find_files(offline_dir, name) is not None:
+            return name
+        raise
+
+
+def list_datasets(collection: str = "shipped", cache_dir=None) -> list[str]:
+    """Problem names of a collection.
+
+    "uea" (30), "monash" (19), "paper-classification" (paper 002's 11 UEA problems, Table II),
+    "paper-regression" (its 6 Monash problems, Table I), "shipped" (those whose files ship with the
+    installed aeon/sktime: always available offline), or "local" (everything known that is on disk,
+    cache included).
+    """
+    key = str(collection).lower()
+    if key == "uea":
+        return list(UEA)
+    if key == "monash":
+        return list(MONASH)
+    if key == "paper-classification":
+        return list(PAPER_CLASSIFICATION)
+    if key == "paper-regression":
+        return list(PAPER_REGRESSION)
+    if key == "shipped":
+        roots = _shipped_roots()
+        return [n for n in SHIPPED_CLASSIFICATION + SHIPPED_REGRESSION if any(_find_files(r, n) for r in roots)]
+    if key == "local":
+        return [n for n in known_datasets() if find_local(n, cache_dir=cache_dir, offline=True) is not None]
+    close = difflib.get_close_matches(key, COLLECTIONS + ("local",), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ValueError(f"unknown collection {collection!r}{hint}; known: {', '.join(COLLECTIONS + ('local',))}")
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _resample_channels(line: str) -> str:
+    """One .ts data line whose channels differ in length -> every channel linearly resampled to the longest."""
+    parts = line.rstrip("\n").split(":")
+    channels, target = parts[:-1], parts[-1]
+    series = [np.array([float(v) for v in c.split(",")]) for c in channels]
+    n = max(len(s) for s in series)
+    grid = np.linspace(0.0, 1.0, n)
+    out = []
+    for s in series:
+        if len(s) != n:
+            s = np.interp(grid, np.linspace(0.0, 1.0, len(s)), s) if len(s) > 1 else np.full(n, s[0])
+        out.append(",".join(repr(float(v)) for v in s))
+    return ":".join(out + [target]) + "\n"
+
+
+def _read_ts_resampled(path: Path):
+    """aeon's reader on a copy of `path` whose cases have their channels resampled to a common length."""
+    from aeon.datasets import load_from_ts_file
+
+    with open(path, encoding="utf-8") as src, tempfile.NamedTemporaryFile(
+        "w", suffix=".ts", delete=False, encoding="utf-8"
+    ) as dst:
+        in_data = False
+        for line in src:
+            stripped = line.strip()
+            if not in_data:
+                if stripped.lower().startswith("@equallength"):
+                    line = "@equalLength false\n"  # lengths still differ between cases
+                dst.write(line)
+                in_data = stripped.lower() == "@data"
+            elif stripped:
+                dst.write(_resample_channels(stripped))
+        tmp = dst.name
+    try:
+        return load_from_ts_file(tmp, return_meta_data=True)
+    finally:
+        os.unlink(tmp)
+
+
+def read_ts(path) -> tuple[object, np.ndarray, dict]:
+    """X, y, metadata of one .ts file, read by aeon's load_from_ts_file (channels of unequal length resampled)."""
+    from aeon.datasets import load_from_ts_file
+
+    path = Path(path)
+    try:
+        X, y, meta = load_from_ts_file(str(path), return_meta_data=True)
+    except OSError as err:
+        if "different number of observations" not in str(err):
+            raise
+        X, y, meta = _read_ts_resampled(path)
+        meta["channels_resampled"] = True
+    if meta.get("targetlabel"):
+        y = np.asarray(y, dtype=float)
+    return X, y, meta
+
+
+def _download(name: str, task: str, cache: Path) -> Path:
+    """Fetch the problem through aeon's public loader into cache/<name>/ and return that directory.
+
+    aeon downloads every file of the problem's Zenodo record (tsml community). It does so into a
+    staging directory first, so that an interrupted download never leaves a half-written problem in
+    the cache.
+    """
+    from aeon.datasets import load_classification, load_regression
+
+    loader = load_classification if task == "classification" else load_regression
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".partial-{name}-", dir=cache))
+    try:
+        try:
+            loader(name, split="train", extract_path=str(staging))
+        except OSError as err:
+            # Files arrived but aeon cannot read them (PPGDalia's channels of unequal length): read_ts
+            # can; anything else is a failed download and propagates.
+            if _find_files(staging, name) is None or "different number of observations" not in str(err):
+                raise
+        fetched = _find_files(staging, name)
+        if fetched is None:
+            raise DatasetNotFoundError(f"the download of {name} finished without {name}_TRAIN.ts and _TEST.ts")
+        target = cache / name
+        if _find_files(cache, name) is None:  # a parallel job may have finished first
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(fetched, target)
+        return _find_files(cache, name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _source_hint(name: str) -> str:
+    if TASKS.get(name) == "regression":
+        return "http://tseregression.org/ (Monash TSER archive)"
+    return f"https://timeseriesclassification.com/aeon-toolkit/{name}.zip"
+
+
+def _how_to_provide(name: str, cache: Path) -> str:
+    return (
+        f"To provide it, put {name}_TRAIN.ts and {name}_TEST.ts in {cache / name}/ (the cache: parameter "
+        f"cache_dir or ${ENV_CACHE}) or in a directory passed as offline=DIR (or ${ENV_OFFLINE}=DIR), "
+        f"e.g. from {_source_hint(name)} or the tsml Zenodo records (https://zenodo.org/communities/tsml); "
+        "or allow a download (offline=False, network access)."
+    )
+
+
+def load_archive(name: str, split: str | None = "train", cache_dir=None, offline=None, return_metadata=False):
+    """Load one UEA/Monash/shipped problem: (X, y) or (X, y, metadata).
+
+    Parameters
+    ----------
+    name : str
+        Problem name (case-insensitive; the paper's abbreviations are accepted).
+    split : {"train", "test", None}, default="train"
+        None loads both and concatenates train then test.
+    cache_dir : path or None
+        Where downloads go and are looked for; default $TSREP_DATA_DIR, else ~/.cache/tsrep/archives.
+    offline : None, bool or path
+        True: never download. A directory: read problems from there first (``DIR/Name/Name_TRAIN.ts``
+        or ``DIR/Name_TRAIN.ts``), never download. None: from $TSREP_OFFLINE ("1" or a directory), else
+        False (download what is not on disk).
+    return_metadata : bool
+        Also return a dict: aeon's header metadata plus "name", "task", "path" (the directory read).
+
+    Raises
+    ------
+    ValueError
+        Unknown name (with close names) or bad split.
+    DatasetNotFoundError
+        Not on disk and offline, or the download failed; the message lists where it looked and how
+        to provide the files.
+    """
+    no_download, offline_dir = _resolve_offline(offline)
+    name = _lookup_name(name, offline_dir)
+    splits = {"train": ("TRAIN",), "test": ("TEST",), None: ("TRAIN", "TEST")}
+    key = split.lower() if isinstance(split, str) else split
+    if key not in splits:
+        raise ValueError(f"split must be 'train', 'test' or None (both), got {split!r}")
+    cache = resolve_cache_dir(cache_dir)
+    roots = _local_roots(cache, offline_dir)
+    folder = next((f for f in (_find_files(r, name) for _, r in roots) if f is not None), None)
+    if folder is None:
+        looked = "; ".join(f"{label} {root}" for label, root in roots)
+        if no_download:
+            raise DatasetNotFoundError(
+                f"{name} is not on disk and downloads are off (offline). Looked in: {looked}. "
+                + _how_to_provide(name, cache)
+            )
+        task = TASKS.get(name, "classification")
+        try:
+            folder = _download(name, task, cache)
+        except Exception as err:
+            raise DatasetNotFoundError(
+                f"{name} is not on disk and could not be downloaded ({type(err).__name__}: {err}). "
+                f"Looked in: {looked}. " + _how_to_provide(name, cache)
+            ) from err
+    parts = [read_ts(folder / f"{name}_{s}.ts") for s in splits[key]]
+    X, y, meta = parts[0]
+    if len(parts) == 2:
+        X2, y2, meta2 = parts[1]
+        if isinstance(X, np.ndarray) and isinstance(X2, np.ndarray) and X.shape[1:] == X2.shape[1:]:
+            X = np.concatenate([X, X2])
+        else:
+            X = list(X) + list(X2)
+        y = np.concatenate([y, y2])
+    if not return_metadata:
+        return X, y
+    meta = dict(meta)
+    meta.update(name=name, task="regression" if meta.get("targetlabel") else "classification", path=str(folder))
+    return X, y, meta

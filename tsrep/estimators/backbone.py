@@ -1,0 +1,205 @@
+"""Classifier and regressor around any backbone of tsrep.backbones: the baselines of paper 002's tables.
+
+``BackboneClassifier(backbone="lstm")`` trains the named encoder with exactly the harness of the
+EA-DC-Transformer estimators (same input handling, pooling, heads, optimiser, early stopping on a
+split of TRAIN, seeding, pickling): only ``_build_model`` and the parameter check differ. The
+EA-DC-Transformer, the DC-Transformer and the ablations are EADCTransformerClassifier/Regressor
+with fixed alpha, beta, attn_kernel_size (see tsrep.models).
+
+Backbones (paper 002 Sec. 4.1):
+
+- "lstm", "gru": n_blocks stacked torch LSTM/GRU layers of width d_model (tsrep.backbones.recurrent);
+- "resnet": Wang et al. 2017, n_blocks residual blocks of kernels 8/5/3, widths d, 2d, 2d, ...
+  (tsrep.backbones.resnet; norm defaults to padding-aware BatchNorm as in the original);
+- "dilated-conv": the T-Loss causal CNN (Franceschi et al. 2019), n_blocks blocks of two causal
+  convolutions with dilation 2^i (tsrep.backbones.causal_cnn);
+- "transformer": TST (Zerveas et al. 2021) with 2 * n_blocks encoder layers, so that a "block"
+  means two layers as in an EA-DC-Transformer block (tsrep.backbones.transformer).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from tsrep.backbones import SeriesModel
+from tsrep.backbones.causal_cnn import CausalCNNEncoder
+from tsrep.backbones.recurrent import RecurrentEncoder
+from tsrep.backbones.resnet import ResNetEncoder
+from tsrep.backbones.transformer import TSTEncoder
+from tsrep.data import SCALINGS
+from tsrep.estimators._base import EADCTransformerMixin, resolve_device
+from tsrep.estimators.classifier import EADCTransformerClassifier
+from tsrep.estimators.regressor import EADCTransformerRegressor
+from tsrep.nn.norm import NORMS
+from tsrep.nn.pooling import POOLINGS
+from tsrep.training.optim import resolve_optimizer
+
+BACKBONES = ("lstm", "gru", "resnet", "dilated-conv", "transformer")
+# Each backbone's norm when norm=None: BatchNorm (padding-aware) as in ResNet and TST, and as the
+# EA-DC-Transformer's measured default (LayerNorm erases the amplitude of univariate inputs).
+DEFAULT_NORM = {"resnet": "batch", "transformer": "batch"}
+
+
+def build_encoder(backbone, in_channels, max_len, d_model, n_blocks, n_heads, kernel_size, dim_feedforward,
+                  dropout, norm):
+    """The encoder named `backbone`: forward(x (B, T, C), valid (B, T)) -> (B, T, encoder.d_model)."""
+    norm = norm or DEFAULT_NORM.get(backbone, "batch")
+    if backbone in ("lstm", "gru"):
+        return RecurrentEncoder(in_channels, max_len, backbone, d_model, n_blocks, dropout)
+    if backbone == "resnet":
+        return ResNetEncoder(in_channels, max_len, d_model, n_blocks, norm, dropout)
+    if backbone == "dilated-conv":
+        return CausalCNNEncoder(in_channels, max_len, d_model, n_blocks, kernel_size, dropout)
+    if backbone == "transformer":
+        return TSTEncoder(in_channels, max_len, d_model, 2 * n_blocks, n_heads, dim_feedforward, dropout, norm)
+    raise ValueError(f"backbone must be one of {BACKBONES}, got {backbone!r}")
+
+
+class _BackboneMixin:
+    """Parameters
+    ----------
+    backbone : {"lstm", "gru", "resnet", "dilated-conv", "transformer"}, default="lstm"
+    d_model : int, default=64
+        Width (paper's grid: 64, 128); ResNet's later blocks are 2 * d_model wide.
+    n_blocks : int, default=3
+        Layers (LSTM/GRU), residual blocks (ResNet, dilated conv) or pairs of encoder layers
+        (transformer); paper's grid: 2..5.
+    n_heads : int, default=8
+        Attention heads of the transformer; must divide d_model.
+    kernel_size : int, default=3
+        Kernel of the dilated convolutions.
+    dim_feedforward : int or None, default=None
+        Transformer FFN width (None: 4 * d_model).
+    dropout : float, default=0.1
+    pooling, scaling, lr, batch_size, max_epochs, validation_fraction, patience, optimizer,
+    optimizer_kwargs, grad_clip, device, random_state, verbose :
+        As EADCTransformerClassifier.
+    norm : {None, "layer", "batch"}, default=None
+        Normalisation of ResNet and the transformer (None: BatchNorm for ResNet, LayerNorm for the
+        transformer); both are padding-aware. LSTM, GRU and the dilated conv have none.
+    """
+
+    # Settings the shared harness (EADCTransformerMixin._prepare_X/_train) reads that have no meaning
+    # here, fixed at "off": no attention kind, no masked-reconstruction pretraining, no checkpoint.
+    # Class attributes, not parameters: get_params, clone and the configs never see them.
+    attention = None
+    pretrain_epochs = 0
+    mask_ratio = 0.15
+    mask_mean_length = 3
+    masking = "geometric"
+    freeze_encoder = False
+    pretrained_encoder = None
+
+    def __init__(
+        self,
+        backbone="lstm",
+        d_model=64,
+        n_blocks=3,
+        n_heads=8,
+        kernel_size=3,
+        dim_feedforward=None,
+        dropout=0.1,
+        pooling="mean",
+        norm=None,
+        scaling="standard",
+        lr=1e-3,
+        batch_size=64,
+        max_epochs=100,
+        validation_fraction=0.2,
+        patience=20,
+        optimizer="radam",
+        optimizer_kwargs=None,
+        grad_clip=4.0,
+        device="auto",
+        random_state=None,
+        verbose=False,
+    ):
+        self.backbone = backbone
+        self.d_model = d_model
+        self.n_blocks = n_blocks
+        self.n_heads = n_heads
+        self.kernel_size = kernel_size
+        self.dim_feedforward = dim_feedforward
+        self.dropout = dropout
+        self.pooling = pooling
+        self.norm = norm
+        self.scaling = scaling
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.optimizer = optimizer
+        self.optimizer_kwargs = optimizer_kwargs
+        self.grad_clip = grad_clip
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        # The EA-DC-Transformer parameters of EADCTransformerMixin.__init__ do not exist here: go
+        # straight to aeon's base class.
+        super(EADCTransformerMixin, self).__init__()
+
+    def _validate_params(self):
+        if self.backbone not in BACKBONES:
+            import difflib
+
+            close = difflib.get_close_matches(str(self.backbone), BACKBONES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"backbone must be one of {BACKBONES}, got {self.backbone!r}{hint}")
+        for name in ("d_model", "n_blocks", "kernel_size", "batch_size", "max_epochs"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.backbone == "transformer" and (
+            not isinstance(self.n_heads, numbers.Integral) or self.n_heads < 1 or self.d_model % self.n_heads
+        ):
+            raise ValueError(f"n_heads={self.n_heads!r} must divide d_model={self.d_model}")
+        if self.dim_feedforward is not None and (
+            not isinstance(self.dim_feedforward, numbers.Integral) or self.dim_feedforward < 1
+        ):
+            raise ValueError(f"dim_feedforward must be a positive integer or None, got {self.dim_feedforward!r}")
+        if not (isinstance(self.dropout, numbers.Real) and 0 <= self.dropout < 1):
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.norm is not None and self.norm not in NORMS:
+            raise ValueError(f"norm must be None or one of {NORMS}, got {self.norm!r}")
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
+        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        if not (isinstance(self.validation_fraction, numbers.Real) and 0 <= self.validation_fraction < 1):
+            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
+        if self.patience is not None and (not isinstance(self.patience, numbers.Integral) or self.patience < 1):
+            raise ValueError(f"patience must be a positive integer or None, got {self.patience!r}")
+        if self.grad_clip is not None and not (isinstance(self.grad_clip, numbers.Real) and self.grad_clip > 0):
+            raise ValueError(f"grad_clip must be a positive number or None, got {self.grad_clip!r}")
+        resolve_optimizer(self.optimizer)
+        return resolve_device(self.device)
+
+    def _build_model(self, n_outputs: int) -> SeriesModel:
+        encoder = build_encoder(
+            self.backbone, self.n_channels_, self.max_len_, self.d_model, self.n_blocks, self.n_heads,
+            self.kernel_size, self.dim_feedforward, self.dropout, self.norm,
+        )
+        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout)
+
+    @classmethod
+    def _get_test_params(cls, parameter_set="default"):
+        return {"backbone": "gru", "d_model": 8, "n_blocks": 1, "max_epochs": 2, "batch_size": 8, "random_state": 0}
+
+
+class BackboneClassifier(_BackboneMixin, EADCTransformerClassifier):
+    __doc__ = (
+        "Time series classifier with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,\n"
+        "MLP head, cross-entropy: the EA-DC-Transformer's training harness with another encoder.\n\n"
+        + _BackboneMixin.__doc__
+    )
+
+
+class BackboneRegressor(_BackboneMixin, EADCTransformerRegressor):
+    __doc__ = (
+        "Time series regressor with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,\n"
+        "linear head, MSE on standardised targets: the EA-DC-Transformer's harness with another encoder.\n\n"
+        + _BackboneMixin.__doc__
+    )

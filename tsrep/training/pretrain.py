@@ -1,0 +1,173 @@
+"""Masked-reconstruction pretraining loop (paper 002, Sec. 3.3.2; TST), with resumable checkpoints.
+
+Every epoch shuffles the cases and draws a fresh mask for every batch (tsrep.training.masking); the
+loss is the MSE over masked, non-padded entries (Eq. 8). With ``checkpoint`` set, the loop writes
+its whole state (weights, optimizer, RNG, losses, epoch) after every epoch, atomically, and a later
+call with the same path and configuration resumes after the last finished epoch. The file holds
+only tensors, numbers and strings and is read with ``torch.load(weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from tsrep.training.deacon import with_deacon
+from tsrep.training.loop import SeriesBatchData
+from tsrep.training.masking import apply_mask, make_mask, masked_mse
+from tsrep.training.optim import build_optimizer
+
+STATE_FORMAT = "tsrep-pretrain-state/1"
+
+
+@dataclass
+class PretrainConfig:
+    epochs: int = 10
+    lr: float = 1e-3
+    batch_size: int = 64
+    optimizer: object = "radam"
+    optimizer_kwargs: dict | None = None
+    grad_clip: float | None = 4.0
+    mask_ratio: float = 0.15
+    mask_mean_length: float = 3.0
+    masking: str = "geometric"
+    verbose: bool = False
+
+    def fingerprint(self) -> str:
+        """What must agree for a checkpoint to be resumed (the epoch budget may grow)."""
+        d = asdict(self)
+        d.pop("epochs")
+        d.pop("verbose")
+        d["optimizer"] = d["optimizer"] if isinstance(d["optimizer"], str) else getattr(d["optimizer"], "__name__", "?")
+        return json.dumps(d, sort_keys=True, default=str)
+
+
+def load_safely(path) -> dict:
+    """torch.load with weights_only=True: tensors and plain containers only, never pickled code."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # corrupt file, or a pickle that asks for code (refused by weights_only)
+        raise ValueError(
+            f"checkpoint {str(path)!r} could not be loaded safely (corrupt, not a tsrep checkpoint, or it "
+            f"holds objects other than tensors and plain containers): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def save_atomically(obj, path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def pretrain_masked(
+    model: nn.Module,
+    data: SeriesBatchData,
+    config: PretrainConfig,
+    device,
+    generator: torch.Generator,
+    checkpoint=None,
+    model_fingerprint: str = "",
+) -> list[float]:
+    """Train `model` (x, valid) -> (B, T, C) in place by masked reconstruction; returns per-epoch losses.
+
+    checkpoint: path of the resumable training state (None: none written). model_fingerprint is
+    stored with it and must match on resume (it should describe the architecture and data shape).
+    """
+    optimizer = with_deacon(
+        model, lambda params: build_optimizer(config.optimizer, params, config.lr, config.optimizer_kwargs)
+    )
+    losses: list[float] = []
+    start_epoch = 0
+    fingerprint = json.dumps({"config": config.fingerprint(), "model": model_fingerprint}, sort_keys=True)
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = load_safely(checkpoint)
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise ValueError(f"checkpoint {str(checkpoint)!r} is not a tsrep pretraining state")
+        if state["fingerprint"] != fingerprint:
+            raise ValueError(
+                f"checkpoint {str(checkpoint)!r} was written by a different configuration or data shape; "
+                "delete it or use another path.\n"
+                f"  stored:  {state['fingerprint']}\n  current: {fingerprint}"
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+        if "torch_rng" in state:  # dropout draws: a resumed CPU run continues exactly as an uninterrupted one
+            torch.set_rng_state(state["torch_rng"])
+        losses = [float(v) for v in state["losses"]]
+        start_epoch = int(state["epoch"])
+    bar = tqdm(range(start_epoch, config.epochs), disable=not config.verbose, desc="pretraining", leave=False)
+    for epoch in bar:
+        model.train()
+        order = torch.randperm(len(data), generator=generator)  # reshuffled every epoch
+        total, count = 0.0, 0
+        for start in range(0, len(data), config.batch_size):
+            index = order[start : start + config.batch_size]
+            if len(index) < 2 and len(data) >= 2:
+                continue  # a batch of one breaks BatchNorm; its case comes back next epoch
+            values, valid, _ = data.batch(index, device)
+            # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible).
+            mask = make_mask(
+                tuple(values.shape), config.mask_ratio, config.mask_mean_length, config.masking, generator
+            ).to(device)
+            optimizer.zero_grad(set_to_none=True)
+            prediction = model(apply_mask(values, mask), valid)
+            loss = masked_mse(prediction, values, mask, valid)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"pretraining loss became {loss.item()} at epoch {epoch}; try a smaller lr (now {config.lr})"
+                )
+            loss.backward()
+            if config.grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            n_counted = int((mask if valid is None else mask & valid[..., None]).sum())
+            total += loss.item() * n_counted
+            count += n_counted
+        losses.append(total / max(count, 1))
+        bar.set_postfix(loss=f"{losses[-1]:.4f}")
+        if checkpoint is not None:
+            save_atomically(
+                {
+                    "format": STATE_FORMAT,
+                    "fingerprint": fingerprint,
+                    "epoch": epoch + 1,
+                    "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                    "optimizer": optimizer.state_dict(),
+                    "generator": generator.get_state(),
+                    "torch_rng": torch.get_rng_state(),
+                    "losses": torch.tensor(losses, dtype=torch.float64),
+                },
+                checkpoint,
+            )
+    return losses
+
+
+@torch.no_grad()
+def reconstruction_loss(
+    model: nn.Module, data: SeriesBatchData, config: PretrainConfig, device, generator: torch.Generator
+) -> float:
+    """Masked-reconstruction MSE of `model` (eval mode) over `data` with one mask draw."""
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, len(data), config.batch_size):
+        index = torch.arange(start, min(start + config.batch_size, len(data)))
+        values, valid, _ = data.batch(index, device)
+        mask = make_mask(tuple(values.shape), config.mask_ratio, config.mask_mean_length, config.masking, generator)
+        mask = mask.to(device)
+        loss = masked_mse(model(apply_mask(values, mask), valid), values, mask, valid)
+        n = int((mask if valid is None else mask & valid[..., None]).sum())
+        total += float(loss) * n
+        count += n
+    return total / max(count, 1)
