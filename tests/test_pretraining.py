@@ -190,3 +190,9 @@ def test_tsrep_encoder_passes_aeon_estimator_checks():
     results = check_estimator(TSRepEncoder)
     failed = {k: v for k, v in results.items() if v != "PASSED"}
     assert not failed, failed
+
+
+@pytest.mark.parametrize("X", [np.zeros((0, 2, 10)), np.zeros((3, 2, 0)), [], [np.zeros((2, 0))]])
+def test_encoder_rejects_empty_input_by_name(X):
+    with pytest.raises(ValueError, match="X is empty"):
+        TSRepEncoder(**TSRepEncoder._get_test_params()).fit(X)

@@ -23,16 +23,15 @@ from pathlib import Path
 import numpy as np
 import torch
 from aeon.transformations.collection import BaseCollectionTransformer
-from sklearn.utils import check_random_state
 
 from tsrep.backbones import DCTransformerEncoder
 from tsrep.backbones.dc_transformer import validate_backbone_params
-from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing, pad_cases
+from tsrep.data import ChannelStandardizer, as_case_list
+from tsrep.estimators._common import check_not_empty, cpu_state_dict, prepare_series, resolve_device, seed_from, validate_training_params
 from tsrep.nn.norm import NORMS
-from tsrep.nn.pooling import POOLINGS, SequencePooling
-from tsrep.training import SeriesBatchData, predict_outputs
+from tsrep.nn.pooling import SequencePooling
+from tsrep.training import predict_outputs
 from tsrep.training.masking import ReconstructionModel, validate_masking
-from tsrep.training.optim import resolve_optimizer
 from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked, save_atomically
 
 ENCODER_FORMAT = "tsrep-encoder/1"
@@ -91,18 +90,6 @@ def load_encoder(path, n_channels: int | None = None):
     except RuntimeError as exc:
         raise ValueError(f"encoder checkpoint {str(path)!r} does not match its configuration: {exc}") from exc
     return config, encoder, standardizer
-
-
-def prepare_series(X, standardizer: ChannelStandardizer) -> SeriesBatchData:
-    cases = [fill_missing(c) for c in standardizer.transform(as_case_list(X))]
-    values, valid = pad_cases(cases)
-    return SeriesBatchData(torch.from_numpy(values), torch.from_numpy(valid))
-
-
-def seed_from(random_state) -> int:
-    if isinstance(random_state, numbers.Integral):
-        return int(random_state)
-    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
 class _Pooled(torch.nn.Module):
@@ -220,27 +207,23 @@ class TSRepEncoder(BaseCollectionTransformer):
         self.verbose = verbose
         super().__init__()
 
-    def _validate(self):
-        from tsrep.estimators._base import resolve_device
+    def _preprocess_collection(self, X, store_metadata=True):
+        check_not_empty(X)
+        return super()._preprocess_collection(X, store_metadata)
 
+    def _validate(self):
         validate_backbone_params(
             self.d_model, self.n_blocks, self.n_heads, self.p, self.alpha, self.beta,
             self.attn_kernel_size, self.kernel_size, self.dropout,
         )
         validate_masking(self.mask_ratio, self.mask_mean_length, self.masking)
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
         if isinstance(self.pretrain_epochs, bool) or not isinstance(self.pretrain_epochs, numbers.Integral) or self.pretrain_epochs < 0:
             raise ValueError(f"pretrain_epochs must be an integer >= 0, got {self.pretrain_epochs!r}")
-        if not isinstance(self.batch_size, numbers.Integral) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        resolve_optimizer(self.optimizer)
+        validate_training_params(
+            self, ("pooling", "scaling", "dim_feedforward", "lr", "batch_size", "grad_clip", "optimizer")
+        )
         return resolve_device(self.device)
 
     def _pretrain_config(self) -> PretrainConfig:
@@ -281,8 +264,6 @@ class TSRepEncoder(BaseCollectionTransformer):
         return self
 
     def _transform(self, X, y=None) -> np.ndarray:
-        from tsrep.estimators._base import resolve_device
-
         device = resolve_device(self.device)
         data = prepare_series(X, self.standardizer_)
         if self.pooling == "flatten" and data.values.shape[1] > self.config_["max_len"]:
@@ -322,7 +303,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         encoder = state.pop("encoder_", None)
         state.pop("reconstruction_head_", None)
         if encoder is not None:
-            state["_encoder_state"] = {k: v.detach().to("cpu", copy=True) for k, v in encoder.state_dict().items()}
+            state["_encoder_state"] = cpu_state_dict(encoder)
         return state
 
     def __setstate__(self, state):

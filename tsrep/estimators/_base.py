@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import copy
-import numbers
-
 import numpy as np
 import torch
-from sklearn.utils import check_random_state
 
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
 from tsrep.backbones.dc_transformer import split_width, validate_backbone_params
+from tsrep.data import ChannelStandardizer, as_case_list
+from tsrep.estimators._common import (
+    TRAINING_PARAMS,
+    check_not_empty,
+    cpu_state_dict,
+    prepare_series,
+    resolve_device,
+    seed_from,
+    validate_training_params,
+)
 from tsrep.nn.attention_kinds import validate_attention_options
 from tsrep.nn.interacting import check_interacting_heads
-from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing, pad_cases
 from tsrep.nn.norm import NORMS
-from tsrep.nn.pooling import POOLINGS
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.hooks import current_epoch_callback
 from tsrep.training.loop import stratified_split
-from tsrep.training.optim import resolve_optimizer
 from tsrep.estimators._pretraining import build_encoder, pretrain_stage, start_from_checkpoint, validate_pretraining
 
 AEON_TAGS = {
@@ -30,18 +33,6 @@ AEON_TAGS = {
     "algorithm_type": "deeplearning",
     "python_dependencies": "torch",
 }
-
-
-def resolve_device(device) -> torch.device:
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"device={device!r} but CUDA is not available on this machine; use device='auto' or 'cpu' "
-            "(set_params(device='cpu') on a loaded model)"
-        )
-    return dev
 
 
 class EADCTransformerMixin:
@@ -224,43 +215,15 @@ class EADCTransformerMixin:
             self.attention, self.head_mixing, self.deacon_m, self.n_heads, split_width(self.d_model, self.p)[0],
             self.deacon_dp, self.deacon_xi, self.deacon_inner_steps,
         )
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
-        if self.dim_feedforward is not None and (not isinstance(self.dim_feedforward, numbers.Integral) or self.dim_feedforward < 1):
-            raise ValueError(f"dim_feedforward must be a positive integer or None, got {self.dim_feedforward!r}")
-        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        for name in ("batch_size", "max_epochs"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not (isinstance(self.validation_fraction, numbers.Real) and 0 <= self.validation_fraction < 1):
-            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
-        if self.patience is not None and (not isinstance(self.patience, numbers.Integral) or self.patience < 1):
-            raise ValueError(f"patience must be a positive integer or None, got {self.patience!r}")
-        if self.grad_clip is not None and not (isinstance(self.grad_clip, numbers.Real) and self.grad_clip > 0):
-            raise ValueError(f"grad_clip must be a positive number or None, got {self.grad_clip!r}")
-        resolve_optimizer(self.optimizer)
+        validate_training_params(self, TRAINING_PARAMS)
         validate_pretraining(self)
         return resolve_device(self.device)
 
     # ----------------------------------------------------------------- data
     def _preprocess_collection(self, X, store_metadata=True):
-        # aeon's own checks would fail deep in numpy on empty input; name the problem instead.
-        shape = getattr(X, "shape", None)
-        if shape is not None and len(shape) in (2, 3) and 0 in shape:
-            # Worded as scikit-learn words it, so sklearn-aware tooling recognises the error.
-            what = "sample(s)" if shape[0] == 0 else "feature(s)"
-            raise ValueError(
-                f"X is empty: found 0 {what} (shape={tuple(shape)}) while a minimum of 1 is required; "
-                "need at least one case, channel and time point"
-            )
-        if isinstance(X, list) and (len(X) == 0 or any(np.size(x) == 0 for x in X)):
-            raise ValueError("X is empty or holds an empty series; every series needs at least one time point")
+        check_not_empty(X)
         return super()._preprocess_collection(X, store_metadata)
 
     def _prepare_X(self, X, fit: bool) -> SeriesBatchData:
@@ -281,9 +244,7 @@ class EADCTransformerMixin:
                     f"({self.max_len_}); pooling='flatten' needs series no longer than that "
                     "(use pooling='mean' or 'max' for series of any length)"
                 )
-        cases = [fill_missing(c) for c in self.standardizer_.transform(cases)]
-        values, valid = pad_cases(cases)
-        return SeriesBatchData(torch.from_numpy(values), torch.from_numpy(valid))
+        return prepare_series(cases, self.standardizer_)
 
     # ----------------------------------------------------------------- model
     def _build_model(self, n_outputs: int) -> SeriesModel:
@@ -314,11 +275,7 @@ class EADCTransformerMixin:
 
     def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None):
         device = self._validate_params()
-        seed = (
-            int(self.random_state)
-            if isinstance(self.random_state, numbers.Integral)
-            else int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        )
+        seed = seed_from(self.random_state)
         data = self._prepare_X(X, fit=True)
         data.targets = targets
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
@@ -373,8 +330,7 @@ class EADCTransformerMixin:
         state = dict(super().__getstate__())
         module = state.pop("module_", None)
         if module is not None:
-            weights = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
-            state["_module_state"] = (weights, module.training)
+            state["_module_state"] = (cpu_state_dict(module), module.training)
         return state
 
     def __setstate__(self, state):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numbers
 import types
 
-import torch
 from torch import nn
 
 from tsrep.representation import build_encoder, load_encoder  # noqa: F401  (build_encoder used by _base)

@@ -26,13 +26,11 @@ from tsrep.backbones.causal_cnn import CausalCNNEncoder
 from tsrep.backbones.recurrent import RecurrentEncoder
 from tsrep.backbones.resnet import ResNetEncoder
 from tsrep.backbones.transformer import TSTEncoder
-from tsrep.data import SCALINGS
-from tsrep.estimators._base import EADCTransformerMixin, resolve_device
+from tsrep.estimators._base import EADCTransformerMixin
+from tsrep.estimators._common import TRAINING_PARAMS, resolve_device, validate_training_params
 from tsrep.estimators.classifier import EADCTransformerClassifier
 from tsrep.estimators.regressor import EADCTransformerRegressor
 from tsrep.nn.norm import NORMS
-from tsrep.nn.pooling import POOLINGS
-from tsrep.training.optim import resolve_optimizer
 
 BACKBONES = ("lstm", "gru", "resnet", "dilated-conv", "transformer")
 # Each backbone's norm when norm=None: BatchNorm (padding-aware) as in ResNet and TST, and as the
@@ -146,7 +144,7 @@ class _BackboneMixin:
             close = difflib.get_close_matches(str(self.backbone), BACKBONES, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ValueError(f"backbone must be one of {BACKBONES}, got {self.backbone!r}{hint}")
-        for name in ("d_model", "n_blocks", "kernel_size", "batch_size", "max_epochs"):
+        for name in ("d_model", "n_blocks", "kernel_size"):
             value = getattr(self, name)
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -154,27 +152,9 @@ class _BackboneMixin:
             not isinstance(self.n_heads, numbers.Integral) or self.n_heads < 1 or self.d_model % self.n_heads
         ):
             raise ValueError(f"n_heads={self.n_heads!r} must divide d_model={self.d_model}")
-        if self.dim_feedforward is not None and (
-            not isinstance(self.dim_feedforward, numbers.Integral) or self.dim_feedforward < 1
-        ):
-            raise ValueError(f"dim_feedforward must be a positive integer or None, got {self.dim_feedforward!r}")
-        if not (isinstance(self.dropout, numbers.Real) and 0 <= self.dropout < 1):
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.norm is not None and self.norm not in NORMS:
             raise ValueError(f"norm must be None or one of {NORMS}, got {self.norm!r}")
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
-        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        if not (isinstance(self.validation_fraction, numbers.Real) and 0 <= self.validation_fraction < 1):
-            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
-        if self.patience is not None and (not isinstance(self.patience, numbers.Integral) or self.patience < 1):
-            raise ValueError(f"patience must be a positive integer or None, got {self.patience!r}")
-        if self.grad_clip is not None and not (isinstance(self.grad_clip, numbers.Real) and self.grad_clip > 0):
-            raise ValueError(f"grad_clip must be a positive number or None, got {self.grad_clip!r}")
-        resolve_optimizer(self.optimizer)
+        validate_training_params(self, ("dropout",) + TRAINING_PARAMS)
         return resolve_device(self.device)
 
     def _build_model(self, n_outputs: int) -> SeriesModel:

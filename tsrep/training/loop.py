@@ -69,6 +69,27 @@ def predict_outputs(model: nn.Module, data: SeriesBatchData, batch_size: int, de
     return torch.cat(outs) if outs else torch.empty(0)
 
 
+def shuffled_batches(n: int, batch_size: int, generator: torch.Generator):
+    """Index tensors of one epoch, reshuffled by `generator`; a trailing batch of one is left out
+    (it breaks BatchNorm and adds noise; its case comes back next epoch)."""
+    order = torch.randperm(n, generator=generator)
+    for start in range(0, n, batch_size):
+        index = order[start : start + batch_size]
+        if len(index) < 2 and n >= 2:
+            continue
+        yield index
+
+
+def backward_and_step(model: nn.Module, optimizer, loss: torch.Tensor, grad_clip, what: str, lr) -> None:
+    """Backward, clip the gradient norm, step; a non-finite loss is an error naming `what`."""
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"{what} became {loss.item()}; try a smaller lr (now {lr})")
+    loss.backward()
+    if grad_clip:
+        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+
+
 def train_supervised(
     model: nn.Module,
     train: SeriesBatchData,
@@ -94,23 +115,12 @@ def train_supervised(
     bar = tqdm(range(config.max_epochs), disable=not config.verbose, desc="epochs", leave=False)
     for epoch in bar:
         model.train()
-        order = torch.randperm(len(train), generator=generator)  # reshuffled every epoch
         total, seen = 0.0, 0
-        for start in range(0, len(train), config.batch_size):
-            index = order[start : start + config.batch_size]
-            if len(index) < 2 and len(train) >= 2:
-                continue  # a batch of one breaks BatchNorm and adds noise; its cases come back next epoch
+        for index in shuffled_batches(len(train), config.batch_size, generator):
             values, mask, targets = train.batch(index, device)
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(values, mask), targets)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(
-                    f"training loss became {loss.item()} at epoch {epoch}; try a smaller lr (now {config.lr})"
-                )
-            loss.backward()
-            if config.grad_clip:
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
+            backward_and_step(model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr)
             total += loss.item() * len(index)
             seen += len(index)
         history.train_loss.append(total / max(seen, 1))

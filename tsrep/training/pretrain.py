@@ -19,7 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from tsrep.training.deacon import with_deacon
-from tsrep.training.loop import SeriesBatchData
+from tsrep.training.loop import SeriesBatchData, backward_and_step, shuffled_batches
 from tsrep.training.masking import apply_mask, make_mask, masked_mse
 from tsrep.training.optim import build_optimizer
 
@@ -110,12 +110,8 @@ def pretrain_masked(
     bar = tqdm(range(start_epoch, config.epochs), disable=not config.verbose, desc="pretraining", leave=False)
     for epoch in bar:
         model.train()
-        order = torch.randperm(len(data), generator=generator)  # reshuffled every epoch
         total, count = 0.0, 0
-        for start in range(0, len(data), config.batch_size):
-            index = order[start : start + config.batch_size]
-            if len(index) < 2 and len(data) >= 2:
-                continue  # a batch of one breaks BatchNorm; its case comes back next epoch
+        for index in shuffled_batches(len(data), config.batch_size, generator):
             values, valid, _ = data.batch(index, device)
             # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible).
             mask = make_mask(
@@ -124,14 +120,7 @@ def pretrain_masked(
             optimizer.zero_grad(set_to_none=True)
             prediction = model(apply_mask(values, mask), valid)
             loss = masked_mse(prediction, values, mask, valid)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(
-                    f"pretraining loss became {loss.item()} at epoch {epoch}; try a smaller lr (now {config.lr})"
-                )
-            loss.backward()
-            if config.grad_clip:
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
+            backward_and_step(model, optimizer, loss, config.grad_clip, f"pretraining loss at epoch {epoch}", config.lr)
             n_counted = int((mask if valid is None else mask & valid[..., None]).sum())
             total += loss.item() * n_counted
             count += n_counted
