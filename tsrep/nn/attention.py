@@ -44,6 +44,11 @@ class MultiHeadAttention(nn.Module):
         Components the PCA layer keeps (None: all heads); W^O is sized by it.
     deacon_settings : dict or None
         dP, xi, inner_steps, gha_lr of the PCA layer (tsrep.nn.deacon.PCALayer).
+    causal : bool
+        Decoder self-attention: query i attends to keys j <= i only.
+    map_conv_mask : {None, "full", "causal", "cross"}
+        Mask of the map convolution (tsrep.nn.evolving); None: "causal" when causal else "full".
+        Encoder-decoder attention uses "cross".
     """
 
     def __init__(
@@ -59,6 +64,8 @@ class MultiHeadAttention(nn.Module):
         head_mixing: str | None = None,
         deacon_m: int | None = None,
         deacon_settings: dict | None = None,
+        causal: bool = False,
+        map_conv_mask: str | None = None,
     ):
         super().__init__()
         if n_heads < 1 or dim % n_heads != 0:
@@ -76,8 +83,13 @@ class MultiHeadAttention(nn.Module):
         )
         self.out = nn.Linear(self.mixing.out_features if self.mixing is not None else n_maps * self.head_dim, dim)
         self.dropout = dropout
+        self.causal = causal
+        if map_conv_mask is None:
+            map_conv_mask = "causal" if causal else "full"
         self.evolution = (
-            AttentionMapEvolution(n_maps, alpha, beta, map_kernel_size) if (alpha > 0 or beta > 0) else None
+            AttentionMapEvolution(n_maps, alpha, beta, map_kernel_size, conv_mask=map_conv_mask)
+            if (alpha > 0 or beta > 0)
+            else None
         )
 
     @property
@@ -91,14 +103,18 @@ class MultiHeadAttention(nn.Module):
         prev_logits: torch.Tensor | None = None,
         need_logits: bool = False,
         query: torch.Tensor | None = None,
+        query_valid: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
-        x:           (B, N, dim_in)
+        x:           (B, N, dim_in) input of keys and values (and of queries for self-attention)
         valid:       (B, N) bool, False at padded steps (None: all valid)
-        prev_logits: (B, K, N, N) logits carried from the previous attention layer, or None
-        query:       (B, N, dim_in) input of the queries when they come from another stream (crossed
-                     co-attention); keys and values always come from x. None: self-attention.
-        returns:     out (B, N, dim); logits (B, K, N, N) finite and unmasked, carried to the next
+        prev_logits: (B, K, M, N) logits carried from the previous attention layer, or None
+        query:       (B, M, dim_in) input of the queries when they come from another stream (crossed
+                     co-attention, M = N; a decoder attending to its encoder's output x, any M).
+                     None: self-attention, M = N.
+        query_valid: (B, M) bool of valid queries when `query` is given (None: all valid); padded
+                     query rows are only zeroed in the map, their outputs are whatever the caller masks
+        returns:     out (B, M, dim); logits (B, K, M, N) finite and unmasked, carried to the next
                      layer (None for plain attention unless need_logits)
         """
         b, n, _ = x.shape
@@ -107,30 +123,45 @@ class MultiHeadAttention(nn.Module):
         else:
             w_q, w_kv = self.qkv.weight.split([self.qkv.out_features // 3, 2 * self.qkv.out_features // 3])
             b_q, b_kv = self.qkv.bias.split([self.qkv.out_features // 3, 2 * self.qkv.out_features // 3])
-            q = F.linear(query, w_q, b_q).view(b, n, self.n_heads, self.head_dim).transpose(1, 2)
+            q = F.linear(query, w_q, b_q).view(b, query.shape[1], self.n_heads, self.head_dim).transpose(1, 2)
             k, v = F.linear(x, w_kv, b_kv).view(b, n, 2, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if self.interacting is not None:
             q, k, v = virtual_heads(q, k, v, self.interacting)
         p_drop = self.dropout if self.training else 0.0
 
+        if query is not None and query_valid is None and valid is not None:
+            # The keys' padding says nothing about the queries of another stream.
+            query_valid = torch.ones(b, q.shape[-2], dtype=torch.bool, device=q.device)
+        out_valid = valid if query is None else query_valid
         if self.evolution is None and not need_logits:
             # Plain attention: let PyTorch pick its fused kernel.
-            mask = valid[:, None, None, :] if valid is not None else None
+            mask = self._attend_mask(valid, q.shape[-2], n, q.device)
             h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
-            return self._merge_heads(h, valid), None
+            return self._merge_heads(h, out_valid), None
 
         logits = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
         if self.evolution is not None:
-            logits = self.evolution(logits, prev_logits, valid)
+            logits = self.evolution(logits, prev_logits, valid, query_valid)
         scores = logits
-        if valid is not None:
+        mask = self._attend_mask(valid, q.shape[-2], n, q.device)
+        if mask is not None:
             # -inf only here, after the convolution, never in the carried map.
-            scores = logits.masked_fill(~valid[:, None, None, :], float("-inf"))
+            scores = logits.masked_fill(~mask, float("-inf"))
         # Softmax in at least fp32 (bf16/fp16 logits lose the small differences that matter here).
         weights = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         weights = F.dropout(weights, p_drop, self.training)
         h = weights @ v
-        return self._merge_heads(h, valid), logits
+        return self._merge_heads(h, out_valid), logits
+
+    def _attend_mask(self, valid: torch.Tensor | None, m: int, n: int, device) -> torch.Tensor | None:
+        """(B or 1, 1, M or 1, N) bool, True where a query may attend to a key; None: everywhere."""
+        mask = valid[:, None, None, :] if valid is not None else None
+        if self.causal:
+            if m != n:
+                raise ValueError(f"causal attention needs as many queries as keys, got {m} and {n}")
+            lower = torch.ones(m, n, dtype=torch.bool, device=device).tril()[None, None]
+            mask = lower if mask is None else mask & lower
+        return mask
 
     def _merge_heads(self, h: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
         """(B, H, N, d_head) head outputs -> concat (or DEACON mixing) -> W^O -> (B, N, dim)"""

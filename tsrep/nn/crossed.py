@@ -133,8 +133,8 @@ class CrossedCoAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The two branches on given inputs (no corruption): (left (B, N, dim), right (B, N, dim), logits)."""
         prev_l, prev_r = prev_logits.chunk(2, dim=1) if prev_logits is not None else (None, None)
-        left, logits_l = self.left(x_left, valid, prev_l, need_logits, query=x_right)
-        right, logits_r = self.right(x_right, valid, prev_r, need_logits, query=x_left)
+        left, logits_l = self.left(x_left, valid, prev_l, need_logits, query=x_right, query_valid=valid)
+        right, logits_r = self.right(x_right, valid, prev_r, need_logits, query=x_left, query_valid=valid)
         logits = torch.cat([logits_l, logits_r], dim=1) if logits_l is not None else None
         return left, right, logits
 

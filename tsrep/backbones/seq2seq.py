@@ -1,0 +1,211 @@
+"""Encoder-decoder EA-Transformer (paper 002, Sec. 3.1 and 4.4; DESIGN.md section 7).
+
+Three kinds of attention, all tsrep.nn.attention.MultiHeadAttention with its map convolution
+masked for the kind (tsrep.nn.evolving):
+
+- encoder self-attention: full k x k convolution, maps carried from layer to layer (alpha);
+- decoder self-attention: causal attention and the causal map convolution (masked kernel + shift);
+- encoder-decoder attention: the "cross" convolution, which mixes keys within one query row only.
+
+The paper uses skip connections between maps in the encoder only (they hurt its decoders), so
+`decoder_alpha` defaults to 0; it is accepted for ablations and cannot leak the future either.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from tsrep.nn.attention import MultiHeadAttention
+
+
+def _check_unit(name: str, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+
+
+class _FeedForward(nn.Sequential):
+    def __init__(self, d_model: int, dim_feedforward: int, dropout: float):
+        super().__init__(
+            nn.Linear(d_model, dim_feedforward), nn.ReLU(), nn.Dropout(dropout), nn.Linear(dim_feedforward, d_model)
+        )
+
+
+class Seq2SeqEncoderLayer(nn.Module):
+    """Pre-norm self-attention + FFN; the evolved maps go on to the next layer."""
+
+    def __init__(self, d_model, n_heads, alpha, beta, attn_kernel_size, dim_feedforward, dropout):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attention = MultiHeadAttention(d_model, d_model, n_heads, alpha, beta, attn_kernel_size, dropout)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ffn = _FeedForward(d_model, dim_feedforward, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, valid, prev_logits):
+        """x: (B, N, d); valid: (B, N) bool or None; prev_logits: (B, K, N, N) or None -> (B, N, d), logits"""
+        h, logits = self.attention(self.norm1(x), valid, prev_logits)
+        x = x + self.dropout(h)
+        x = x + self.dropout(self.ffn(self.norm2(x)))
+        return x, logits
+
+
+class Seq2SeqDecoderLayer(nn.Module):
+    """Pre-norm causal self-attention, encoder-decoder attention and FFN; two map chains."""
+
+    def __init__(self, d_model, n_heads, alpha, self_beta, cross_beta, attn_kernel_size, dim_feedforward, dropout):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.self_attention = MultiHeadAttention(
+            d_model, d_model, n_heads, alpha, self_beta, attn_kernel_size, dropout, causal=True
+        )
+        self.norm2 = nn.LayerNorm(d_model)
+        self.cross_attention = MultiHeadAttention(
+            d_model, d_model, n_heads, alpha, cross_beta, attn_kernel_size, dropout, map_conv_mask="cross"
+        )
+        self.norm3 = nn.LayerNorm(d_model)
+        self.ffn = _FeedForward(d_model, dim_feedforward, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, y, memory, tgt_valid, src_valid, prev_self, prev_cross):
+        """
+        y:        (B, M, d) decoder stream; memory: (B, N, d) encoder output
+        tgt_valid (B, M), src_valid (B, N): bool or None
+        prev_self (B, K, M, M), prev_cross (B, K, M, N): carried maps or None
+        returns   (B, M, d), self logits, cross logits
+        """
+        h, self_logits = self.self_attention(self.norm1(y), tgt_valid, prev_self)
+        y = y + self.dropout(h)
+        h, cross_logits = self.cross_attention(
+            memory, src_valid, prev_cross, query=self.norm2(y), query_valid=tgt_valid
+        )
+        y = y + self.dropout(h)
+        y = y + self.dropout(self.ffn(self.norm3(y)))
+        return y, self_logits, cross_logits
+
+
+class EATransformerSeq2Seq(nn.Module):
+    """Token-to-token encoder-decoder with evolving attention in all three attention kinds.
+
+    Parameters
+    ----------
+    src_vocab_size, tgt_vocab_size : int
+    d_model, n_heads, n_encoder_layers, n_decoder_layers, dim_feedforward, dropout
+        Transformer sizes (dim_feedforward None: 4 * d_model).
+    alpha, beta : float in [0, 1]
+        Encoder map residual weight and convolution weight (paper: 0.5 / 0.1 for Transformer-Base,
+        0.1 / 0.1 for Lite). alpha = beta = decoder_beta = cross_beta = 0 is the plain Transformer.
+    decoder_alpha : float in [0, 1]
+        Map residual weight of both decoder chains (0 in the paper).
+    decoder_beta, cross_beta : float in [0, 1] or None
+        Convolution weight of decoder self-attention and encoder-decoder attention (None: beta).
+    attn_kernel_size : int, odd
+    max_len : int
+        Rows of the learned positional tables; longer source or target inputs are an error.
+
+    forward(src (B, N) long, tgt (B, M) long, src_valid, tgt_valid) -> (B, M, tgt_vocab_size) logits,
+    where the output at target position t depends on tgt[:, :t + 1] only (teacher forcing: feed the
+    target shifted right by one).
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 256,
+        n_heads: int = 8,
+        n_encoder_layers: int = 6,
+        n_decoder_layers: int = 6,
+        dim_feedforward: int | None = None,
+        dropout: float = 0.1,
+        alpha: float = 0.5,
+        beta: float = 0.1,
+        decoder_alpha: float = 0.0,
+        decoder_beta: float | None = None,
+        cross_beta: float | None = None,
+        attn_kernel_size: int = 3,
+        max_len: int = 512,
+    ):
+        super().__init__()
+        decoder_beta = beta if decoder_beta is None else decoder_beta
+        cross_beta = beta if cross_beta is None else cross_beta
+        for name, value in (("alpha", alpha), ("beta", beta), ("decoder_alpha", decoder_alpha),
+                            ("decoder_beta", decoder_beta), ("cross_beta", cross_beta)):
+            _check_unit(name, value)
+        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
+                            ("d_model", d_model), ("max_len", max_len)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if n_heads < 1 or d_model % n_heads != 0:
+            raise ValueError(f"n_heads={n_heads!r} must be >= 1 and divide d_model={d_model}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        dim_feedforward = dim_feedforward or 4 * d_model
+        self.d_model = d_model
+        self.max_len = max_len
+        self.src_embedding = nn.Embedding(src_vocab_size, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab_size, d_model)
+        self.src_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
+        self.tgt_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
+        self.dropout = nn.Dropout(dropout)
+        self.encoder = nn.ModuleList(
+            Seq2SeqEncoderLayer(d_model, n_heads, alpha, beta, attn_kernel_size, dim_feedforward, dropout)
+            for _ in range(n_encoder_layers)
+        )
+        self.encoder_norm = nn.LayerNorm(d_model)
+        self.decoder = nn.ModuleList(
+            Seq2SeqDecoderLayer(
+                d_model, n_heads, decoder_alpha, decoder_beta, cross_beta, attn_kernel_size, dim_feedforward, dropout
+            )
+            for _ in range(n_decoder_layers)
+        )
+        self.decoder_norm = nn.LayerNorm(d_model)
+        self.generator = nn.Linear(d_model, tgt_vocab_size)
+
+    def _embed(self, tokens: torch.Tensor, embedding: nn.Embedding, positions: torch.Tensor, what: str):
+        if tokens.ndim != 2 or tokens.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"{what} must be a (batch, length) tensor of token ids, got {tuple(tokens.shape)} "
+                             f"{tokens.dtype}")
+        n = tokens.shape[1]
+        if n > self.max_len:
+            raise ValueError(f"{what} has {n} positions but the positional table has max_len={self.max_len}")
+        if n and (int(tokens.min()) < 0 or int(tokens.max()) >= embedding.num_embeddings):
+            raise ValueError(f"{what} holds token ids outside [0, {embedding.num_embeddings})")
+        return self.dropout(embedding(tokens) * math.sqrt(self.d_model) + positions[:n])
+
+    def encode(self, src: torch.Tensor, src_valid: torch.Tensor | None = None) -> torch.Tensor:
+        """src: (B, N) long; src_valid: (B, N) bool or None -> memory (B, N, d)"""
+        x = self._embed(src, self.src_embedding, self.src_positions, "src")
+        logits = None
+        for layer in self.encoder:
+            x, logits = layer(x, src_valid, logits)
+        return self.encoder_norm(x)
+
+    def decode(self, tgt, memory, tgt_valid=None, src_valid=None) -> torch.Tensor:
+        """tgt: (B, M) long; memory: (B, N, d) -> (B, M, tgt_vocab_size) logits"""
+        y = self._embed(tgt, self.tgt_embedding, self.tgt_positions, "tgt")
+        self_logits = cross_logits = None
+        for layer in self.decoder:
+            y, self_logits, cross_logits = layer(y, memory, tgt_valid, src_valid, self_logits, cross_logits)
+        return self.generator(self.decoder_norm(y))
+
+    def forward(self, src, tgt, src_valid=None, tgt_valid=None) -> torch.Tensor:
+        """src: (B, N) long, tgt: (B, M) long, src_valid (B, N) / tgt_valid (B, M) bool or None
+        -> (B, M, tgt_vocab_size) logits"""
+        return self.decode(tgt, self.encode(src, src_valid), tgt_valid, src_valid)
+
+    @torch.no_grad()
+    def generate(self, src, bos_id: int, max_new_tokens: int, src_valid=None) -> torch.Tensor:
+        """Greedy decoding: (B, N) source -> (B, 1 + max_new_tokens) tokens starting with bos_id.
+
+        Every step re-runs the decoder on the whole prefix: the evolved maps of earlier rows do not
+        change (they are causal), so no cache is needed for correctness, only for speed.
+        """
+        memory = self.encode(src, src_valid)
+        out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+        for _ in range(max_new_tokens):
+            step = self.decode(out, memory, None, src_valid)[:, -1].argmax(-1, keepdim=True)
+            out = torch.cat([out, step], dim=1)
+        return out
