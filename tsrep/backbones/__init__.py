@@ -5,9 +5,15 @@ from tsrep.backbones.heads import SeriesModel
 from tsrep.backbones.causal_cnn import CausalCNNEncoder
 from tsrep.backbones.recurrent import RecurrentEncoder
 from tsrep.backbones.resnet import ResNetEncoder
+from tsrep.backbones.seq2seq import EATransformerSeq2Seq
+from tsrep.backbones.text import EATextClassifier, EATextEncoder, EATextOutput, bundled_minilm_dir
 from tsrep.backbones.transformer import TSTEncoder
+from tsrep.backbones.vision import EAViT, PatchEmbedding, ViTLayer
 
 __all__ = [
     "DCTransformerBlock", "DCTransformerEncoder", "DCTransformerLayer", "SeriesModel", "split_width",
     "CausalCNNEncoder", "RecurrentEncoder", "ResNetEncoder", "TSTEncoder",
+    "EATransformerSeq2Seq",
+    "EATextClassifier", "EATextEncoder", "EATextOutput", "bundled_minilm_dir",
+    "EAViT", "PatchEmbedding", "ViTLayer",
 ]

@@ -18,6 +18,8 @@ from torch import nn
 
 from tsrep.nn import CausalDilatedConv1d, SequenceNorm
 from tsrep.nn.attention_kinds import build_attention, validate_attention_options
+from tsrep.nn.checkpointing import checkpointed
+from tsrep.nn.patching import front_end, n_tokens
 
 
 def split_width(d_model: int, p: float) -> tuple[int, int]:
@@ -105,23 +107,35 @@ class DCTransformerBlock(nn.Module):
         )
         self.norm = SequenceNorm(norm, d_model)
 
-    def forward(self, x, valid, prev_logits):
-        """x: (B, T, d) -> (B, T, d), carried logits"""
+    def forward(self, x, valid, prev_logits, checkpointing: bool = False):
+        """x: (B, T, d) -> (B, T, d), carried logits; checkpointing: keep only each layer's inputs"""
         h = x
         for layer in self.layers:
-            h, prev_logits = layer(h, valid, prev_logits)
+            if checkpointing:
+                h, prev_logits = checkpointed(layer, h, valid, prev_logits)
+            else:
+                h, prev_logits = layer(h, valid, prev_logits)
         return self.norm(x + h, valid), prev_logits
 
 
 class DCTransformerEncoder(nn.Module):
     """Input projection, learnable positional encoding and n_blocks blocks with dilation 2^i.
 
-    max_len is the number of learned positions; longer inputs reuse the last one.
+    max_len is the longest series (in steps); there are n_positions learned positions (one per
+    token) and longer inputs reuse the last one.
     attention, head_mixing, deacon_m and deacon_settings choose the attention kind of every layer
     (tsrep.nn.attention_kinds: "evolving", "vanilla", "interacting", "interacting-summed",
     "crossed"; DEACON head mixing); deacon_settings holds dP, xi, inner_steps, gha_lr.
 
-    forward(x (B, T, C), valid (B, T)) -> Z (B, T, d_model)
+    Cost options (DESIGN.md section 1, Cost; none changes the maths of the layers):
+    checkpointing: per-layer activation checkpointing (tsrep.nn.checkpointing), keeping only each
+    layer's inputs (one carried (B, K, N, N) map per layer) and recomputing the rest in backward.
+    autocast_dtype (attribute, default None): run forward under torch.autocast with this dtype.
+    patch_len, patch_stride: PatchTST-style tokens of patch_len steps every patch_stride steps;
+    downsample: tokens are means over windows of `downsample` steps (tsrep.nn.patching). With a
+    front end, Z has one row per token, N = ceil(T / stride), and token_valid(valid) gives its mask.
+
+    forward(x (B, T, C), valid (B, T)) -> Z (B, N, d_model), N = T without a front end
     """
 
     def __init__(
@@ -143,8 +157,17 @@ class DCTransformerEncoder(nn.Module):
         head_mixing: str | None = None,
         deacon_m: int | None = None,
         deacon_settings: dict | None = None,
+        checkpointing: bool = False,
+        patch_len: int | None = None,
+        patch_stride: int | None = None,
+        downsample: int | None = None,
     ):
         super().__init__()
+        if checkpointing not in (True, False):
+            raise ValueError(f"checkpointing must be a bool, got {checkpointing!r}")
+        self.patching = front_end(patch_len, patch_stride, downsample)
+        self.checkpointing = bool(checkpointing)
+        self.autocast_dtype: torch.dtype | None = None  # e.g. torch.bfloat16: forward under torch.autocast
         validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout)
         settings = dict(deacon_settings or {})
         validate_attention_options(
@@ -153,8 +176,10 @@ class DCTransformerEncoder(nn.Module):
         )
         self.d_model = d_model
         self.max_len = max_len
-        self.input_proj = nn.Linear(in_channels, d_model)
-        self.pos_embedding = nn.Parameter(torch.empty(max_len, d_model).uniform_(-0.02, 0.02))
+        self.n_positions = n_tokens(max_len, self.patching.stride) if self.patching is not None else max_len
+        in_features = self.patching.out_features(in_channels) if self.patching is not None else in_channels
+        self.input_proj = nn.Linear(in_features, d_model)
+        self.pos_embedding = nn.Parameter(torch.empty(self.n_positions, d_model).uniform_(-0.02, 0.02))
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
             DCTransformerBlock(
@@ -177,17 +202,31 @@ class DCTransformerEncoder(nn.Module):
             for i in range(n_blocks)
         )
 
+    def token_valid(self, valid: torch.Tensor | None) -> torch.Tensor | None:
+        """(B, T) valid steps -> (B, N) valid rows of Z (the same mask without a front end)."""
+        return self.patching.token_valid(valid) if self.patching is not None else valid
+
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (B, T, C) standardised, zero at padded steps; valid: (B, T) bool -> (B, T, d)"""
+        """x: (B, T, C) standardised, zero at padded steps; valid: (B, T) bool -> (B, N, d) fp32"""
+        if self.autocast_dtype is None:
+            return self._encode(x, valid)
+        # Mixed precision: products and convolutions in autocast_dtype, the attention softmax in fp32
+        # (tsrep.nn.attention), and what leaves the encoder in fp32 for the heads and the loss.
+        with torch.autocast(x.device.type, dtype=self.autocast_dtype):
+            return self._encode(x, valid).float()
+
+    def _encode(self, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+        if self.patching is not None:
+            x, valid = self.patching(x, valid)  # (B, N, C * P or C), (B, N)
         t = x.shape[1]
         # Steps past max_len (test series longer than any training series) share the last learned
         # position: the embedding table has never seen them, and an untrained row would be noise.
-        positions = torch.arange(t, device=x.device).clamp_max(self.max_len - 1)
+        positions = torch.arange(t, device=x.device).clamp_max(self.n_positions - 1)
         h = self.input_proj(x) * math.sqrt(self.d_model) + self.pos_embedding[positions]
         h = self.dropout(h)
         logits = None
         for block in self.blocks:
-            h, logits = block(h, valid, logits)
+            h, logits = block(h, valid, logits, self.checkpointing and self.training)
         return h
 
 

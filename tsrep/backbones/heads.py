@@ -18,7 +18,8 @@ class SeriesModel(nn.Module):
     def __init__(self, encoder: DCTransformerEncoder, n_outputs: int, task: str, pooling: str, dropout: float):
         super().__init__()
         self.encoder = encoder
-        self.pool = SequencePooling(pooling, encoder.max_len)
+        # One pooled row per token: n_positions tokens when the encoder has a patch front end.
+        self.pool = SequencePooling(pooling, getattr(encoder, "n_positions", encoder.max_len))
         width = self.pool.out_dim(encoder.d_model)
         if task == "regression":
             self.head = nn.Linear(width, n_outputs)
@@ -29,4 +30,7 @@ class SeriesModel(nn.Module):
             )
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
-        return self.head(self.pool(self.encoder(x, valid), valid))
+        z = self.encoder(x, valid)
+        if valid is not None and z.shape[1] != valid.shape[1]:
+            valid = self.encoder.token_valid(valid)  # patch / downsampling front end: tokens, not steps
+        return self.head(self.pool(z, valid))

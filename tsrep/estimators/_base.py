@@ -21,8 +21,10 @@ from tsrep.nn.attention_kinds import validate_attention_options
 from tsrep.nn.interacting import check_interacting_heads
 from tsrep.nn.norm import NORMS
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
+from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
 from tsrep.training.hooks import current_epoch_callback
 from tsrep.training.loop import stratified_split
+from tsrep.estimators._cost import apply_cost_options, validate_cost_options
 from tsrep.estimators._pretraining import build_encoder, pretrain_stage, start_from_checkpoint, validate_pretraining
 
 AEON_TAGS = {
@@ -124,6 +126,26 @@ class EADCTransformerMixin:
         used) and only the output head is new. This is how extra unlabelled series enter: pretrain
         a TSRepEncoder on them, save it, pass the path. A path (not a fitted object) survives
         ``clone``, so it works in cross-validation and tuning.
+    checkpointing : bool, default=False
+        Per-layer activation checkpointing: backward keeps only each layer's inputs (one carried
+        (B, K, N, N) attention map per layer instead of about four) and recomputes the rest, for
+        about one more forward pass; results are the same as without (tests/test_perf_options.py).
+    mixed_precision : {None, "bf16"}, default=None
+        Run the encoder under torch.autocast with bfloat16 (matrix products and convolutions in
+        bf16; softmax, norms and the loss in fp32). Fast on GPUs and on CPUs with native bf16;
+        on CPUs without it (AVX2 only) it is slower than fp32 (benchmarks/perf.py).
+    compile : bool, default=False
+        torch.compile the encoder (opt-in: the first batches of each new shape pay for the
+        compilation; on a CPU it needs a C++ compiler).
+    patch_len : int or None, default=None
+        PatchTST-style front end for long series: tokens of patch_len steps (all channels, projected
+        to d_model) every patch_stride steps; attention maps shrink by the stride squared. A token
+        is valid when any of its steps is (tsrep.nn.patching); pooling is over valid tokens.
+    patch_stride : int in [1, patch_len] or None, default=None
+        Steps between token starts (None: patch_len, non-overlapping).
+    downsample : int or None, default=None
+        Alternative front end: tokens are the means of windows of `downsample` steps (over valid
+        steps). Neither front end works with pretraining (its loss is per step).
     """
 
     _task: str  # "classification" or "regression"
@@ -166,6 +188,12 @@ class EADCTransformerMixin:
         masking="geometric",
         freeze_encoder=False,
         pretrained_encoder=None,
+        checkpointing=False,
+        mixed_precision=None,
+        compile=False,
+        patch_len=None,
+        patch_stride=None,
+        downsample=None,
     ):
         self.d_model = d_model
         self.n_blocks = n_blocks
@@ -203,6 +231,12 @@ class EADCTransformerMixin:
         self.masking = masking
         self.freeze_encoder = freeze_encoder
         self.pretrained_encoder = pretrained_encoder
+        self.checkpointing = checkpointing
+        self.mixed_precision = mixed_precision
+        self.compile = compile
+        self.patch_len = patch_len
+        self.patch_stride = patch_stride
+        self.downsample = downsample
         super().__init__()
 
     # ----------------------------------------------------------------- validation
@@ -219,6 +253,7 @@ class EADCTransformerMixin:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
         validate_training_params(self, TRAINING_PARAMS)
         validate_pretraining(self)
+        validate_cost_options(self)
         return resolve_device(self.device)
 
     # ----------------------------------------------------------------- data
@@ -249,9 +284,8 @@ class EADCTransformerMixin:
     # ----------------------------------------------------------------- model
     def _build_model(self, n_outputs: int) -> SeriesModel:
         if getattr(self, "encoder_config_", None) is not None:  # architecture of a pretrained checkpoint
-            return SeriesModel(
-                build_encoder(self.encoder_config_), n_outputs, self._task, self.pooling, self.dropout,
-            )
+            encoder = apply_cost_options(self, build_encoder(self.encoder_config_))
+            return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout)
         encoder = DCTransformerEncoder(
             in_channels=self.n_channels_,
             max_len=self.max_len_,
@@ -270,12 +304,16 @@ class EADCTransformerMixin:
             head_mixing=self.head_mixing,
             deacon_m=self.deacon_m,
             deacon_settings=dict(dP=self.deacon_dp, xi=self.deacon_xi, inner_steps=self.deacon_inner_steps),
+            patch_len=self.patch_len,
+            patch_stride=self.patch_stride,
+            downsample=self.downsample,
         )
-        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout)
+        return SeriesModel(apply_cost_options(self, encoder), n_outputs, self._task, self.pooling, self.dropout)
 
     def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None):
-        device = self._validate_params()
-        seed = seed_from(self.random_state)
+        # Under torchrun: join the process group and take this rank's device (tsrep.training.distributed).
+        device = setup_data_parallel(self._validate_params())
+        seed = broadcast_object(seed_from(self.random_state))  # random_state=None: rank 0's draw on every rank
         data = self._prepare_X(X, fit=True)
         data.targets = targets
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
@@ -318,7 +356,7 @@ class EADCTransformerMixin:
         return self
 
     def _outputs(self, X) -> torch.Tensor:
-        device = resolve_device(self.device)
+        device = device_for_rank(resolve_device(self.device))  # under torchrun: this rank's GPU
         data = self._prepare_X(X, fit=False)
         self.module_.to(device)
         return predict_outputs(self.module_, data, self.batch_size, device)

@@ -1,6 +1,7 @@
 """Building blocks shared by every backbone (time series, text, vision)."""
 
 from tsrep.nn.attention import MultiHeadAttention
+from tsrep.nn.attention_augmented_conv import AttentionAugmentedConv2d
 from tsrep.nn.attention_kinds import ATTENTION_KINDS, build_attention
 from tsrep.nn.crossed import CrossedCoAttention
 from tsrep.nn.deacon import HEAD_MIXINGS, DeaconHeadMixing, PCALayer
@@ -11,6 +12,7 @@ from tsrep.nn.norm import MaskedBatchNorm1d, SequenceNorm
 from tsrep.nn.pooling import SequencePooling
 
 __all__ = [
+    "AttentionAugmentedConv2d",
     "ATTENTION_KINDS",
     "HEAD_MIXINGS",
     "CrossedCoAttention",

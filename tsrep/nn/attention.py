@@ -16,6 +16,7 @@ from torch import nn
 from tsrep.nn.deacon import DeaconHeadMixing
 from tsrep.nn.evolving import AttentionMapEvolution
 from tsrep.nn.interacting import n_virtual_heads, virtual_heads
+from tsrep.nn.map_dropout import attend_values
 
 
 class MultiHeadAttention(nn.Module):
@@ -139,18 +140,22 @@ class MultiHeadAttention(nn.Module):
             h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
             return self._merge_heads(h, out_valid), None
 
-        logits = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        # Scaling q (B, K, M, d_head) instead of the map saves a pass over the (B, K, M, N) map.
+        scale = 1.0 / math.sqrt(self.head_dim)
         if self.evolution is not None:
-            logits = self.evolution(logits, prev_logits, valid, query_valid)
+            # The evolution makes the Q K^T map itself, so it may overwrite it (one map per step).
+            logits = self.evolution.from_queries_keys(q, k, scale, prev_logits, valid, query_valid)
+        else:
+            logits = (q * scale) @ k.transpose(-2, -1)
         scores = logits
         mask = self._attend_mask(valid, q.shape[-2], n, q.device)
         if mask is not None:
             # -inf only here, after the convolution, never in the carried map.
             scores = logits.masked_fill(~mask, float("-inf"))
-        # Softmax in at least fp32 (bf16/fp16 logits lose the small differences that matter here).
-        weights = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
-        weights = F.dropout(weights, p_drop, self.training)
-        h = weights @ v
+        # Softmax in at least fp32 (bf16/fp16 logits lose the small differences that matter here),
+        # dropout with cheaper random draws than F.dropout, @ V, keeping one fp32 map for backward
+        # (tsrep.nn.map_dropout).
+        h = attend_values(scores, v, p_drop)
         return self._merge_heads(h, out_valid), logits
 
     def _attend_mask(self, valid: torch.Tensor | None, m: int, n: int, device) -> torch.Tensor | None:

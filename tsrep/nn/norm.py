@@ -8,16 +8,74 @@ from torch import nn
 NORMS = ("layer", "batch")
 
 
+class _SumOverRanks(torch.autograd.Function):
+    """Sum of a tensor over the ranks of a process group; the gradient of each rank's input is the
+    sum of the output gradients of all ranks (every rank's loss depends on every rank's input)."""
+
+    @staticmethod
+    def forward(ctx, tensor: torch.Tensor, group) -> torch.Tensor:
+        ctx.group = group
+        out = tensor.clone()
+        torch.distributed.all_reduce(out, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        grad = grad.clone()
+        torch.distributed.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
 class MaskedBatchNorm1d(nn.BatchNorm1d):
-    """BatchNorm over channels whose batch statistics use only valid (non-padded) steps."""
+    """BatchNorm over channels whose batch statistics use only valid (non-padded) steps.
+
+    Data parallelism: while `process_group` is set (tsrep.training.distributed.DataParallel sets it
+    for the length of a data-parallel fit), training statistics are sums over the ranks of that
+    group, taken inside the autograd graph as torch.nn.SyncBatchNorm does (which runs on GPUs only):
+    every rank normalises its shard with the statistics of the whole global batch, the gradient
+    flows through them to every rank, and the running statistics are the one-process ones.
+    """
+
+    process_group = None  # a torch.distributed group while training data-parallel, else None
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, C); valid: (B, T) bool or None -> (B, T, C)"""
+        if self.training and self.process_group is not None:
+            return self._forward_synced(x, valid)
         if not self.training or valid is None:
             # Eval uses running statistics; without padding the stock BatchNorm is exact.
             return super().forward(x.transpose(1, 2)).transpose(1, 2)
         flat = x[valid]  # (n_valid, C): only real steps feed the statistics
         normed = super().forward(flat)
+        out = torch.zeros_like(x)
+        out[valid] = normed
+        return out
+
+    def _forward_synced(self, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+        """x: (B, T, C); valid: (B, T) bool or None -> (B, T, C), with statistics over all ranks"""
+        flat = x[valid] if valid is not None else x.reshape(-1, x.shape[-1])  # (n_valid, C)
+        rows = flat.double()  # sum and sum of squares in float64: E[x^2] - mean^2 loses nothing that matters
+        count = rows.new_full((1,), rows.shape[0])
+        totals = _SumOverRanks.apply(torch.cat([rows.sum(0), (rows * rows).sum(0), count]), self.process_group)
+        c = flat.shape[1]
+        n = totals[-1]
+        mean = totals[:c] / n
+        var = (totals[c : 2 * c] / n - mean * mean).clamp_min(0)  # biased, as BatchNorm normalises
+        # As the stock kernel under autocast: arithmetic in at least float32, output in x's dtype.
+        dtype = torch.promote_types(flat.dtype, torch.float32)
+        normed = (flat.to(dtype) - mean.to(dtype)) * torch.rsqrt(var + self.eps).to(dtype)
+        if self.affine:
+            normed = normed * self.weight + self.bias
+        normed = normed.to(x.dtype)
+        if self.track_running_stats:
+            with torch.no_grad():
+                self.num_batches_tracked.add_(1)
+                factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+                unbiased = var * n / (n - 1).clamp_min(1)
+                self.running_mean.lerp_(mean.to(self.running_mean.dtype), factor)
+                self.running_var.lerp_(unbiased.to(self.running_var.dtype), factor)
+        if valid is None:
+            return normed.view_as(x)
         out = torch.zeros_like(x)
         out[valid] = normed
         return out

@@ -10,8 +10,13 @@ from tsrep.training.loop import (
 )
 from tsrep.training.deacon import DeaconOptimizer, OptimizerWithDeacon, with_deacon
 from tsrep.training.optim import build_optimizer, resolve_optimizer
+from tsrep.training.backbone_fit import FitHistory, evaluate, fit_classifier, predict_logits
 
 __all__ = [
+    "FitHistory",
+    "evaluate",
+    "fit_classifier",
+    "predict_logits",
     "DeaconOptimizer",
     "OptimizerWithDeacon",
     "with_deacon",

@@ -12,6 +12,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from tsrep.training.deacon import with_deacon
+from tsrep.training.distributed import DataParallel
 from tsrep.training.optim import build_optimizer
 
 
@@ -57,33 +58,51 @@ class SeriesBatchData:
         return values, mask, targets
 
 
-def predict_outputs(model: nn.Module, data: SeriesBatchData, batch_size: int, device) -> torch.Tensor:
-    """Model outputs for every case, in batches, gathered on the CPU."""
+def predict_outputs(
+    model: nn.Module, data: SeriesBatchData, batch_size: int, device, parallel: DataParallel | None = None
+) -> torch.Tensor:
+    """Model outputs for every case, in batches, gathered on the CPU.
+
+    With an enabled `parallel`, each rank runs a contiguous block of the batches and every rank
+    returns all the outputs (the same batches as one process, so the same numbers on every rank).
+    """
     model.eval()
     outs = []
+    starts = list(range(0, len(data), batch_size))
+    if parallel is not None:
+        starts = parallel.split_list(starts)
     with torch.no_grad():
-        for start in range(0, len(data), batch_size):
+        for start in starts:
             index = torch.arange(start, min(start + batch_size, len(data)))
             values, mask, _ = data.batch(index, device)
             outs.append(model(values, mask).float().cpu())
-    return torch.cat(outs) if outs else torch.empty(0)
+    out = torch.cat(outs) if outs else torch.empty(0)
+    return parallel.gather(out) if parallel is not None else out
 
 
-def shuffled_batches(n: int, batch_size: int, generator: torch.Generator):
-    """Index tensors of one epoch, reshuffled by `generator`; a trailing batch of one is left out
-    (it breaks BatchNorm and adds noise; its case comes back next epoch)."""
+def shuffled_batches(n: int, batch_size: int, generator: torch.Generator, min_size: int = 2):
+    """Index tensors of one epoch, reshuffled by `generator`; a trailing batch of fewer than `min_size`
+    cases is left out (one case breaks BatchNorm and adds noise; data parallelism needs a case per
+    rank: DataParallel.min_batch_size); its cases come back next epoch."""
     order = torch.randperm(n, generator=generator)
     for start in range(0, n, batch_size):
         index = order[start : start + batch_size]
-        if len(index) < 2 and n >= 2:
+        if len(index) < min_size and n >= min_size:
             continue
         yield index
 
 
-def backward_and_step(model: nn.Module, optimizer, loss: torch.Tensor, grad_clip, what: str, lr) -> None:
-    """Backward, clip the gradient norm, step; a non-finite loss is an error naming `what`."""
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"{what} became {loss.item()}; try a smaller lr (now {lr})")
+def backward_and_step(
+    model: nn.Module, optimizer, loss: torch.Tensor, grad_clip, what: str, lr, checked: torch.Tensor | None = None
+) -> None:
+    """Backward, clip the gradient norm, step; a non-finite loss is an error naming `what`.
+
+    checked: the value tested for finiteness instead of `loss`; data-parallel loops pass the global
+    batch loss (DataParallel.batch_loss), the same on every rank, so that every rank stops alike.
+    """
+    checked = loss if checked is None else checked
+    if not torch.isfinite(checked):
+        raise FloatingPointError(f"{what} became {checked.item()}; try a smaller lr (now {lr})")
     loss.backward()
     if grad_clip:
         nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -105,6 +124,9 @@ def train_supervised(
 
     score_fn(outputs, targets) -> float, higher is better; ties are broken on validation loss.
     on_epoch(epoch, val_score) is called after every epoch (for pruning by a tuner).
+
+    Data-parallel under an initialised process group of several ranks (tsrep.training.distributed):
+    each rank trains on its shard of every batch and the result equals one process's.
     """
     # PCA layers (DEACON head mixing) are trained by the DEACON rule, everything else by config.optimizer.
     optimizer = with_deacon(
@@ -112,37 +134,46 @@ def train_supervised(
     )
     history = History()
     best_key, best_state, waited = None, None, 0
-    bar = tqdm(range(config.max_epochs), disable=not config.verbose, desc="epochs", leave=False)
-    for epoch in bar:
-        model.train()
-        total, seen = 0.0, 0
-        for index in shuffled_batches(len(train), config.batch_size, generator):
-            values, mask, targets = train.batch(index, device)
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(values, mask), targets)
-            backward_and_step(model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr)
-            total += loss.item() * len(index)
-            seen += len(index)
-        history.train_loss.append(total / max(seen, 1))
-        postfix = {"loss": f"{history.train_loss[-1]:.4f}"}
-        if val is not None and len(val):
-            out = predict_outputs(model, val, config.batch_size, device)
-            val_loss = float(loss_fn(out, val.targets))
-            val_score = float(score_fn(out, val.targets))
-            history.val_loss.append(val_loss)
-            history.val_score.append(val_score)
-            postfix.update(val_loss=f"{val_loss:.4f}", val_score=f"{val_score:.4f}")
-            key = (val_score, -val_loss)
-            if best_key is None or key > best_key:
-                best_key, best_state, waited = key, copy.deepcopy(model.state_dict()), 0
-                history.best_epoch = epoch
-            else:
-                waited += 1
-            if on_epoch is not None:
-                on_epoch(epoch, val_score)
-        bar.set_postfix(postfix)
-        if config.patience is not None and val is not None and waited >= config.patience:
-            break
+    parallel = DataParallel(model, device)  # one process: the model itself, nothing more
+    parallel.check_batch_size(config.batch_size)
+    parallel.check_inputs(train.values, generator)  # before any other collective: a mismatch fails on every rank
+    with parallel:
+        show = config.verbose and parallel.is_main
+        bar = tqdm(range(config.max_epochs), disable=not show, desc="epochs", leave=False)
+        for epoch in bar:
+            parallel.model.train()
+            total, seen = 0.0, 0
+            for index in shuffled_batches(len(train), config.batch_size, generator, parallel.min_batch_size):
+                shard = parallel.shard(index)  # one process: index itself
+                values, mask, targets = train.batch(shard, device)
+                optimizer.zero_grad(set_to_none=True)
+                loss = parallel.weight_loss(loss_fn(parallel.model(values, mask), targets), len(shard), len(index))
+                batch_loss = parallel.batch_loss(loss)
+                backward_and_step(
+                    model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr, batch_loss
+                )
+                total += batch_loss.item() * len(index)
+                seen += len(index)
+            history.train_loss.append(total / max(seen, 1))
+            postfix = {"loss": f"{history.train_loss[-1]:.4f}"}
+            if val is not None and len(val):
+                out = predict_outputs(model, val, config.batch_size, device, parallel)
+                val_loss = float(loss_fn(out, val.targets))
+                val_score = float(score_fn(out, val.targets))
+                history.val_loss.append(val_loss)
+                history.val_score.append(val_score)
+                postfix.update(val_loss=f"{val_loss:.4f}", val_score=f"{val_score:.4f}")
+                key = (val_score, -val_loss)
+                if best_key is None or key > best_key:
+                    best_key, best_state, waited = key, copy.deepcopy(model.state_dict()), 0
+                    history.best_epoch = epoch
+                else:
+                    waited += 1
+                if on_epoch is not None:
+                    on_epoch(epoch, val_score)
+            bar.set_postfix(postfix)
+            if config.patience is not None and val is not None and waited >= config.patience:
+                break
     if best_state is not None:
         model.load_state_dict(best_state)
     else:

@@ -1,0 +1,171 @@
+"""EA-ViT: a Vision Transformer (Dosovitskiy et al., ICLR 2021) whose attention maps evolve (paper 002, Sec. 3.4, 4.4).
+
+    tokens = [cls; PatchEmbed(image)] + pos                        # (B, 1 + N_patches, dim)
+    per layer: x = x + MHA_evolving(LN(x), prev_logits);  x = x + MLP(LN(x))   # pre-LN, as ViT
+    logits = Linear(LN(x)[:, 0])                                   # class token
+
+The attention is tsrep.nn.attention.MultiHeadAttention: the (B, K, N+1, N+1) logits of each layer evolve
+from those of the layer before (Eq. 1), the chain running through every layer. alpha = beta = 0 is the
+plain ViT of the same size, built by the same code with no evolution parameters. The paper's EA-ViT
+setting is alpha = 0.1, beta = 0.3 with the 3 x 3 map convolution (Sec. 4.4); those are the defaults.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tsrep.nn.attention import MultiHeadAttention
+from tsrep.nn.attention_augmented_conv import as_pair
+
+
+class PatchEmbedding(nn.Module):
+    """Non-overlapping patches -> tokens: a convolution with kernel = stride = patch size.
+
+    forward(images (B, C, H, W)) -> (B, (H/p_h) * (W/p_w), dim), patches in row-major order
+    """
+
+    def __init__(self, image_size, patch_size, in_channels: int, dim: int):
+        super().__init__()
+        self.image_size = as_pair(image_size, "image_size")
+        self.patch_size = as_pair(patch_size, "patch_size")
+        if any(i % p for i, p in zip(self.image_size, self.patch_size)):
+            raise ValueError(
+                f"image_size={image_size!r} must be divisible by patch_size={patch_size!r} in height and width"
+            )
+        self.grid = (self.image_size[0] // self.patch_size[0], self.image_size[1] // self.patch_size[1])
+        self.n_patches = self.grid[0] * self.grid[1]
+        self.proj = nn.Conv2d(in_channels, dim, kernel_size=self.patch_size, stride=self.patch_size)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """images: (B, C, H, W) -> (B, N_patches, dim)"""
+        return self.proj(images).flatten(2).transpose(1, 2)
+
+
+class ViTLayer(nn.Module):
+    """Pre-LN encoder layer: x + Attn(LN(x)), then x + MLP(LN(x)); the attention logits are carried."""
+
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        mlp_dim: int,
+        alpha: float,
+        beta: float,
+        map_kernel_size: int,
+        dropout: float,
+        attn_dropout: float,
+    ):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.attention = MultiHeadAttention(dim, dim, n_heads, alpha, beta, map_kernel_size, attn_dropout)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = nn.Sequential(
+            nn.Linear(dim, mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(mlp_dim, dim), nn.Dropout(dropout)
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, prev_logits: torch.Tensor | None, need_logits: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, N, dim); prev_logits: (B, K, N, N) or None -> (B, N, dim), logits (B, K, N, N) or None"""
+        h, logits = self.attention(self.norm1(x), None, prev_logits, need_logits)
+        x = x + self.dropout(h)
+        return x + self.mlp(self.norm2(x)), logits
+
+
+class EAViT(nn.Module):
+    """Vision Transformer with evolving attention; alpha = beta = 0 gives the plain ViT.
+
+    Parameters
+    ----------
+    image_size, patch_size : int or (int, int)
+        Height and width of the input images and of the patches; the image must split into whole patches.
+    in_channels : int
+    n_classes : int
+        Outputs of the classification head on the class token.
+    dim, depth, n_heads : int
+        Token width, number of layers, heads per layer (n_heads divides dim).
+    mlp_dim : int or None
+        Hidden width of the MLPs (None: 4 * dim).
+    alpha, beta : float in [0, 1]
+        Evolving-attention weights (Eq. 1); the defaults are the paper's EA-ViT setting (Sec. 4.4).
+    map_kernel_size : int, odd
+        Kernel of the map convolution.
+    dropout : float
+        Dropout after the embeddings, in the MLPs and on the attention output (0.1 in the paper's fine-tuning).
+    attn_dropout : float
+        Dropout on the attention weights.
+
+    forward(images (B, C, H, W)) -> (B, n_classes); forward_features(images) -> (B, 1 + N_patches, dim)
+    """
+
+    def __init__(
+        self,
+        image_size,
+        patch_size,
+        n_classes: int,
+        in_channels: int = 3,
+        dim: int = 64,
+        depth: int = 4,
+        n_heads: int = 4,
+        mlp_dim: int | None = None,
+        alpha: float = 0.1,
+        beta: float = 0.3,
+        map_kernel_size: int = 3,
+        dropout: float = 0.1,
+        attn_dropout: float = 0.0,
+    ):
+        super().__init__()
+        for name, value in (("n_classes", n_classes), ("in_channels", in_channels), ("dim", dim), ("depth", depth)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(n_heads, int) or n_heads < 1 or dim % n_heads:
+            raise ValueError(f"n_heads={n_heads!r} must be a positive integer dividing dim={dim}")
+        for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout)):
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        self.in_channels = in_channels
+        self.patch_embedding = PatchEmbedding(image_size, patch_size, in_channels, dim)
+        self.image_size = self.patch_embedding.image_size
+        # Initialisation as in ViT/timm: small normal class token and position table.
+        self.cls_token = nn.Parameter(torch.empty(1, 1, dim).normal_(std=1e-6))
+        self.pos_embedding = nn.Parameter(
+            nn.init.trunc_normal_(torch.empty(1, 1 + self.patch_embedding.n_patches, dim), std=0.02)
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            ViTLayer(dim, n_heads, mlp_dim or 4 * dim, alpha, beta, map_kernel_size, dropout, attn_dropout)
+            for _ in range(depth)
+        )
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, n_classes)
+
+    @property
+    def is_evolving(self) -> bool:
+        return self.layers[0].attention.is_evolving
+
+    def forward_features(
+        self, images: torch.Tensor, return_logits: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """
+        images:  (B, C, H, W) with C = in_channels and (H, W) = image_size
+        returns: (B, 1 + N_patches, dim) after the final LayerNorm, token 0 the class token; with
+                 return_logits, also each layer's (evolved) attention logits (B, K, 1 + N, 1 + N)
+        """
+        expected = (self.in_channels, *self.image_size)
+        if images.ndim != 4 or tuple(images.shape[1:]) != expected:
+            raise ValueError(f"images must have shape (batch, {', '.join(map(str, expected))}), got {tuple(images.shape)}")
+        x = self.patch_embedding(images)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embedding
+        x = self.dropout(x)
+        logits, maps = None, []
+        for layer in self.layers:
+            x, logits = layer(x, logits, need_logits=return_logits)
+            maps.append(logits)
+        x = self.norm(x)
+        return (x, maps) if return_logits else x
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """images: (B, C, H, W) -> class scores (B, n_classes)"""
+        return self.head(self.forward_features(images)[:, 0])

@@ -1,0 +1,45 @@
+"""Cost options of the EA-DC-Transformer estimators (issue 7): checkpointing, mixed precision, compile, front ends.
+
+None of them changes what the model computes beyond float rounding, except the patch/downsampling
+front ends, which change the tokens the encoder sees (tsrep.nn.patching).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tsrep.nn.patching import front_end
+
+MIXED_PRECISIONS = {None: None, "bf16": torch.bfloat16}
+
+
+def validate_cost_options(est) -> None:
+    """Raise ValueError naming the first bad cost option of an estimator."""
+    for name in ("checkpointing", "compile"):
+        if getattr(est, name) not in (True, False):
+            raise ValueError(f"{name} must be a bool, got {getattr(est, name)!r}")
+    if est.mixed_precision not in MIXED_PRECISIONS:
+        raise ValueError(f"mixed_precision must be one of {tuple(MIXED_PRECISIONS)}, got {est.mixed_precision!r}")
+    if front_end(est.patch_len, est.patch_stride, est.downsample) is None:
+        return
+    option = "downsample" if est.downsample is not None else "patch_len"
+    if est.pretrain_epochs:
+        raise ValueError(
+            f"{option}={getattr(est, option)!r} cannot be combined with pretrain_epochs={est.pretrain_epochs!r}: "
+            "masked pretraining reconstructs every step, the front end makes tokens of several steps"
+        )
+    if est.pretrained_encoder is not None:
+        raise ValueError(
+            f"{option}={getattr(est, option)!r} cannot be combined with pretrained_encoder: the checkpoint "
+            "fixes the encoder's input (one token per step)"
+        )
+
+
+def apply_cost_options(est, encoder: torch.nn.Module) -> torch.nn.Module:
+    """Set checkpointing and autocast on a DCTransformerEncoder and compile it if asked; returns it."""
+    encoder.checkpointing = bool(est.checkpointing)
+    encoder.autocast_dtype = MIXED_PRECISIONS[est.mixed_precision]
+    if est.compile:
+        # In place: the state_dict keys stay those of the plain module (pickling, checkpoints).
+        encoder.compile()
+    return encoder

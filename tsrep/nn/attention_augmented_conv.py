@@ -1,0 +1,142 @@
+"""Attention-augmented convolution (Bello et al., ICCV 2019) with evolving attention maps (paper 002, Sec. 3.4).
+
+    Y = Concat(Conv2d(X), MHA(flatten(X)))        # conv channels | attention channels, half each by default
+
+Self-attention runs over the H*W pixels of the feature map as tokens, so it sees the whole image in one
+layer while the k x k convolution sees its window. The attention is tsrep.nn.attention.MultiHeadAttention:
+with alpha or beta > 0 its (B, K, HW, HW) logits evolve from those of the previous layer (Eq. 1), which is
+what EA-AA-ResNet adds to AA-ResNet. A stack of these layers carries the logits from one to the next.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tsrep.nn.attention import MultiHeadAttention
+
+
+def as_pair(value, name: str) -> tuple[int, int]:
+    """An int or a pair of positive ints (height, width) -> (int, int); ValueError naming `name` otherwise."""
+    pair = (value, value) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(pair) != 2 or not all(isinstance(v, int) and v >= 1 for v in pair):
+        raise ValueError(f"{name} must be a positive integer or a pair of them, got {value!r}")
+    return pair
+
+
+class AttentionAugmentedConv2d(nn.Module):
+    """Convolution whose output channels are shared with multi-head self-attention over the pixels.
+
+    Parameters
+    ----------
+    in_channels, out_channels : int
+    kernel_size : int, odd
+        Kernel of the convolution half (stride 1, "same" padding, so both halves keep H x W).
+    attn_channels : int or None
+        Output channels computed by attention (None: out_channels // 2, as in EA-AA-ResNet); the
+        convolution computes the rest. 0 builds a plain convolution, out_channels pure attention.
+        Queries and keys have this width too (Bello et al. allow a separate key depth d_k).
+    n_heads : int
+        Heads K; must divide attn_channels.
+    alpha, beta : float in [0, 1]
+        Evolving-attention weights (Eq. 1). The defaults are the paper's EA-AA-ResNet-34 setting (Sec. 4.4);
+        alpha = beta = 0 is the plain AA convolution of Bello et al.
+    map_kernel_size : int, odd
+        Kernel of the map convolution over the (HW x HW) logits.
+    feature_size : int, (int, int) or None
+        Height and width of the feature maps; when given, a learned row + column position embedding is
+        added to the attention input, so attention can tell where a pixel is. Bello et al. add relative
+        position logits instead (paper 002, Eq. 3), which MultiHeadAttention has no input for. None: no
+        positions (attention then sees pixel contents only, equivariant to permuting the pixels).
+    dropout : float
+        Dropout on the attention weights.
+
+    forward(x (B, C_in, H, W), prev_logits (B, K, HW, HW) or None) -> (B, C_out, H, W), logits
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int = 3,
+        attn_channels: int | None = None,
+        n_heads: int = 4,
+        alpha: float = 0.5,
+        beta: float = 1.0,
+        map_kernel_size: int = 3,
+        feature_size: int | tuple[int, int] | None = None,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if not isinstance(in_channels, int) or in_channels < 1:
+            raise ValueError(f"in_channels must be a positive integer, got {in_channels!r}")
+        if not isinstance(out_channels, int) or out_channels < 1:
+            raise ValueError(f"out_channels must be a positive integer, got {out_channels!r}")
+        if not isinstance(kernel_size, int) or kernel_size < 1 or kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size!r}")
+        attn_channels = out_channels // 2 if attn_channels is None else attn_channels
+        if not isinstance(attn_channels, int) or not 0 <= attn_channels <= out_channels:
+            raise ValueError(f"attn_channels must be an integer in [0, out_channels={out_channels}], got {attn_channels!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.attn_channels = attn_channels
+        conv_channels = out_channels - attn_channels
+        self.conv = (
+            nn.Conv2d(in_channels, conv_channels, kernel_size, padding=kernel_size // 2) if conv_channels > 0 else None
+        )
+        self.attention = (
+            MultiHeadAttention(in_channels, attn_channels, n_heads, alpha, beta, map_kernel_size, dropout)
+            if attn_channels > 0
+            else None
+        )
+        self.feature_size = as_pair(feature_size, "feature_size") if feature_size is not None else None
+        if self.feature_size is not None and self.attention is not None:
+            height, width = self.feature_size
+            self.row_embedding = nn.Parameter(torch.empty(height, 1, in_channels).normal_(std=0.02))
+            self.col_embedding = nn.Parameter(torch.empty(1, width, in_channels).normal_(std=0.02))
+        else:
+            self.row_embedding = self.col_embedding = None
+
+    @property
+    def n_heads(self) -> int:
+        return self.attention.n_heads if self.attention is not None else 0
+
+    def forward(
+        self, x: torch.Tensor, prev_logits: torch.Tensor | None = None, need_logits: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """
+        x:           (B, C_in, H, W)
+        prev_logits: (B, K, H*W, H*W) logits of the previous attention layer at the same resolution, or None
+        returns:     (B, C_out, H, W) = [conv (C_out - attn_channels) | attention (attn_channels)];
+                     logits (B, K, H*W, H*W) to carry on (None for plain attention unless need_logits,
+                     and prev_logits unchanged when this layer has no attention)
+        """
+        if x.ndim != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(f"x must have shape (batch, {self.in_channels}, height, width), got {tuple(x.shape)}")
+        b, _, h, w = x.shape
+        if self.feature_size is not None and (h, w) != self.feature_size:
+            raise ValueError(f"x has feature maps of {h}x{w}, but feature_size is {self.feature_size}")
+        parts = []
+        logits = prev_logits
+        if self.conv is not None:
+            parts.append(self.conv(x))
+        if self.attention is not None:
+            n = h * w
+            if prev_logits is not None and prev_logits.shape != (b, self.n_heads, n, n):
+                raise ValueError(
+                    f"prev_logits must have shape {(b, self.n_heads, n, n)} (the previous layer's maps at this "
+                    f"resolution), got {tuple(prev_logits.shape)}"
+                )
+            tokens = x.permute(0, 2, 3, 1)  # (B, H, W, C_in): pixels become tokens
+            if self.row_embedding is not None:
+                tokens = tokens + self.row_embedding + self.col_embedding
+            out, logits = self.attention(tokens.reshape(b, n, -1), None, prev_logits, need_logits)
+            parts.append(out.transpose(1, 2).reshape(b, self.attn_channels, h, w))
+        y = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+        return y, logits
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_channels={self.in_channels}, out_channels={self.out_channels}, "
+            f"attn_channels={self.attn_channels}, feature_size={self.feature_size}"
+        )

@@ -1,0 +1,107 @@
+"""Patch and downsampling front ends: long series become fewer tokens (PatchTST-style; DESIGN.md section 1, Cost).
+
+The evolving-attention maps are (B, K, N, N): at 1751 steps one map of a batch of 16 in fp32 is
+1.6 GB and its 3 x 3 convolution about 56 GFLOP per layer. Turning windows of steps into tokens
+divides N by the stride and the map cost by its square.
+
+    "patch": token j = the C * P values of steps [j*S, j*S + P) flattened (channel-major), projected
+             by the encoder's input Linear(C * P -> d); overlapping when S < P (PatchTST).
+    "mean":  token j = the mean over the valid steps of [j*S, j*S + P) (downsampling by S when
+             P = S); the encoder's input projection stays Linear(C -> d).
+
+Tokens start at every multiple of S inside the series, so a series of L steps gives ceil(L / S)
+tokens and the last ones may reach past its end. Padding (decided here; PatchTST repeats the last
+value instead): steps past the end are zeros, which is what the padded batch holds at padded steps
+(standardised series are zero-padded on the right), and a token is valid when ANY of its steps is
+valid (equivalently, its first step: padding is on the right), so no step of a series is ever
+dropped. A series then gives exactly the same tokens alone as in a padded batch: "patch" sees the
+same zeros either way, "mean" averages over valid steps only.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+PATCH_MODES = ("patch", "mean")
+
+
+def n_tokens(length: int, stride: int) -> int:
+    """Tokens of a series of `length` steps: one per start j * stride < length."""
+    return max(1, math.ceil(length / stride))
+
+
+class Patching(nn.Module):
+    """(B, T, C) series and (B, T) valid steps -> (B, ceil(T / S), C * P or C) tokens and (B, N) valid tokens.
+
+    Parameters
+    ----------
+    patch_len : int >= 1
+        Steps P per token.
+    stride : int in [1, patch_len] or None
+        Steps S between token starts (None: patch_len, non-overlapping windows).
+    mode : {"patch", "mean"}
+    """
+
+    def __init__(self, patch_len: int, stride: int | None = None, mode: str = "patch"):
+        super().__init__()
+        stride = patch_len if stride is None else stride
+        validate_patching(patch_len, stride, mode)
+        self.patch_len, self.stride, self.mode = int(patch_len), int(stride), mode
+
+    def out_features(self, in_channels: int) -> int:
+        return in_channels * self.patch_len if self.mode == "patch" else in_channels
+
+    def token_valid(self, valid: torch.Tensor | None) -> torch.Tensor | None:
+        """(B, T) valid steps -> (B, N) valid tokens: the token's first step is valid (any step is)."""
+        return None if valid is None else valid[:, :: self.stride]
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, T, C), zero at padded steps; valid: (B, T) bool or None -> tokens (B, N, F), valid (B, N) or None"""
+        b, t, c = x.shape
+        n = n_tokens(t, self.stride)
+        extra = (n - 1) * self.stride + self.patch_len - t  # zero steps past the end (never negative)
+        windows = F.pad(x, (0, 0, 0, extra)).unfold(1, self.patch_len, self.stride)  # (B, N, C, P)
+        if self.mode == "patch":
+            return windows.reshape(b, n, c * self.patch_len), self.token_valid(valid)
+        steps = torch.ones(b, t, dtype=x.dtype, device=x.device) if valid is None else valid.to(x.dtype)
+        weight = F.pad(steps, (0, extra)).unfold(1, self.patch_len, self.stride)  # (B, N, P)
+        count = weight.sum(-1, keepdim=True).clamp_min(1.0)
+        return (windows * weight[:, :, None, :]).sum(-1) / count, self.token_valid(valid)
+
+    def extra_repr(self) -> str:
+        return f"patch_len={self.patch_len}, stride={self.stride}, mode={self.mode!r}"
+
+
+def validate_patching(patch_len, stride, mode="patch") -> None:
+    """Raise ValueError naming the bad patch parameter."""
+    if isinstance(patch_len, bool) or not isinstance(patch_len, numbers.Integral) or patch_len < 1:
+        raise ValueError(f"patch_len must be a positive integer, got {patch_len!r}")
+    if isinstance(stride, bool) or not isinstance(stride, numbers.Integral) or not 1 <= stride <= patch_len:
+        raise ValueError(
+            f"patch_stride must be an integer in [1, patch_len={patch_len}] (no step may be skipped), got {stride!r}"
+        )
+    if mode not in PATCH_MODES:
+        raise ValueError(f"patch mode must be one of {PATCH_MODES}, got {mode!r}")
+
+
+def front_end(patch_len, patch_stride, downsample) -> Patching | None:
+    """The Patching module of the encoder options (None: one token per step); names the bad option."""
+    if downsample is not None:
+        if patch_len is not None or patch_stride is not None:
+            raise ValueError(
+                f"downsample={downsample!r} and patch_len={patch_len!r}/patch_stride={patch_stride!r} are "
+                "two front ends; set one of them"
+            )
+        if isinstance(downsample, bool) or not isinstance(downsample, numbers.Integral) or downsample < 1:
+            raise ValueError(f"downsample must be a positive integer or None, got {downsample!r}")
+        return Patching(downsample, downsample, "mean") if downsample > 1 else None
+    if patch_len is None:
+        if patch_stride is not None:
+            raise ValueError(f"patch_stride={patch_stride!r} needs patch_len; set patch_len or leave patch_stride=None")
+        return None
+    return Patching(patch_len, patch_stride, "patch")
