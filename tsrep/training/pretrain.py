@@ -19,6 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from tsrep.training.deacon import with_deacon
+from tsrep.training.distributed import is_main_process
 from tsrep.training.loop import SeriesBatchData, backward_and_step, shuffled_batches
 from tsrep.training.masking import apply_mask, make_mask, masked_mse
 from tsrep.training.optim import build_optimizer
@@ -63,6 +64,11 @@ def load_safely(path) -> dict:
 
 
 def save_atomically(obj, path) -> None:
+    """torch.save through a temporary file and a rename, so an interrupted save never leaves a broken
+    file behind. Under data parallelism only rank 0 writes (every rank holds the same weights, and
+    several ranks writing one file would corrupt it); no barrier, so a caller may save from rank 0 alone."""
+    if not is_main_process():
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
