@@ -31,7 +31,8 @@ One run measures, on this machine and in this process's torch thread setting:
    count, 12 * B * T^2 * d per layer for forward and backward). The map-convolution count is
    checked against the analytic 2 * k^2 * K^2 FLOPs per map cell, times 3 for forward, input
    gradient and weight gradient (4 with checkpointing: the forward runs twice); the table prints
-   counted / analytic.
+   counted / analytic, where "counted" is the step's convolution count minus that of the same
+   model with beta = 0 (no map convolution).
 
 2. **The EthanolConcentration-shaped step** (16 series, 3 channels, 1751 steps): EA-DC-T with
    checkpointing, without and with the patch front end (patch_len 8: 219 tokens), training-step
@@ -100,13 +101,13 @@ class VanillaModel(nn.Module):
         return self.head(self.encoder(h).mean(1))
 
 
-def build_model(name: str, channels: int, length: int, patch_len: int | None = None) -> nn.Module:
+def build_model(name: str, channels: int, length: int, patch_len: int | None = None, beta: float = 0.5) -> nn.Module:
     from tsrep.backbones import DCTransformerEncoder, SeriesModel
 
     if name.startswith("vanilla"):
         return VanillaModel(channels, length, 0.0 if name == "vanilla-p0" else 0.1)
     encoder = DCTransformerEncoder(channels, length, d_model=D_MODEL, n_blocks=N_LAYERS // 2, n_heads=N_HEADS,
-                                   p=0.25, alpha=0.5, beta=0.5, attn_kernel_size=MAP_KERNEL, dropout=0.1,
+                                   p=0.25, alpha=0.5, beta=beta, attn_kernel_size=MAP_KERNEL, dropout=0.1,
                                    checkpointing="ckpt" in name, patch_len=patch_len)
     return SeriesModel(encoder, N_CLASSES, "classification", "mean", 0.1)
 
@@ -173,7 +174,7 @@ def worker(spec: dict) -> dict:
             out["flop_rate"] = flops / out["train_s"]
             if spec["model"].startswith("ea-dc-t"):
                 tokens = math.ceil(t / spec["patch_len"]) if spec.get("patch_len") else t
-                conv2d = _map_conv_counted(counter.get_flop_counts())
+                conv2d = _map_conv_counted(spec, x, y, _conv_flops(counter.get_flop_counts()["Global"]))
                 out["map_conv_counted_over_analytic"] = conv2d / analytic_map_conv_flops(spec["model"], b, tokens)
         if spec.get("inference", True):
             model.eval()
@@ -191,9 +192,20 @@ def worker(spec: dict) -> dict:
     return out
 
 
-def _map_conv_counted(per_module: dict) -> float:
-    """FLOPs FlopCounterMode gave the 2-D map convolutions (modules named ...evolution.conv)."""
-    return float(sum(sum(ops.values()) for name, ops in per_module.items() if name.endswith("evolution.conv")))
+def _conv_flops(counts: dict) -> float:
+    return float(sum(v for op, v in counts.items() if str(op).startswith("aten.convolution")))
+
+
+def _map_conv_counted(spec: dict, x, y, conv_total: float) -> float:
+    """Convolution FLOPs FlopCounterMode counted for the map convolutions: the step's convolution count
+    minus that of the same model with beta = 0 (no map convolution, the same dilated 1-D ones)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    model = build_model(spec["model"], spec["channels"], spec["length"], spec.get("patch_len"), beta=0.0).train()
+    with FlopCounterMode(display=False) as counter:
+        nn.functional.cross_entropy(model(x), y).backward()
+    return conv_total - _conv_flops(counter.get_flop_counts()["Global"])
 
 
 def run_worker(spec: dict, timeout: float) -> dict:
@@ -353,10 +365,13 @@ def plot(rows, lengths, path: Path) -> None:
         if not pts:
             continue
         ts = [p[0] for p in pts]
-        axes[0].plot(ts, [p[1] for p in pts], "o-", label=m)
-        axes[1].plot(ts, [p[2] / 2**20 for p in pts], "o-", label=m)
+        # per series of the batch: B differs between lengths (the longest runs with a smaller batch)
+        per = [next(r["batch"] for r in rows if r["length"] == t) for t in ts]
+        axes[0].plot(ts, [p[1] / b for p, b in zip(pts, per)], "o-", label=m)
+        axes[1].plot(ts, [p[2] / 2**20 / b for p, b in zip(pts, per)], "o-", label=m)
     batches = sorted({(r["length"], r["batch"]) for r in rows})
-    for ax, label in zip(axes, ("training step [s]", "peak memory of the step [MiB]")):
+    labels = ("training step per series of the batch [s]", "peak memory of the step per series [MiB]")
+    for ax, label in zip(axes, labels):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("series length T  (B per T: " + ", ".join(f"{t}:{b}" for t, b in batches) + ")")
@@ -406,6 +421,7 @@ def parse_args(argv=None):
     parser.add_argument("--profile", type=int, nargs=2, metavar=("T", "B"), default=None,
                         help="only print a torch.profiler table of one EA-DC-T training step at T, B")
     parser.add_argument("--checkpointing", action="store_true", help="with --profile: checkpointed model")
+    parser.add_argument("--plot-from", type=Path, default=None, help="only redraw perf.png from a perf.json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -414,6 +430,10 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
+        return
+    if args.plot_from:
+        rows = json.loads(args.plot_from.read_text())["micro"]
+        plot(rows, sorted({r["length"] for r in rows}), args.plot_from.with_name("perf.png"))
         return
     if args.profile:
         torch.set_num_threads(args.threads)
