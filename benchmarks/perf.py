@@ -106,10 +106,11 @@ def build_model(name: str, channels: int, length: int, patch_len: int | None = N
 
     if name.startswith("vanilla"):
         return VanillaModel(channels, length, 0.0 if name == "vanilla-p0" else 0.1)
+    dropout = 0.0 if name.endswith("-p0") else 0.1  # "ea-dc-t-p0": dropout-free, to set beside vanilla-p0
     encoder = DCTransformerEncoder(channels, length, d_model=D_MODEL, n_blocks=N_LAYERS // 2, n_heads=N_HEADS,
-                                   p=0.25, alpha=0.5, beta=beta, attn_kernel_size=MAP_KERNEL, dropout=0.1,
+                                   p=0.25, alpha=0.5, beta=beta, attn_kernel_size=MAP_KERNEL, dropout=dropout,
                                    checkpointing="ckpt" in name, patch_len=patch_len)
-    return SeriesModel(encoder, N_CLASSES, "classification", "mean", 0.1)
+    return SeriesModel(encoder, N_CLASSES, "classification", "mean", dropout)
 
 
 def analytic_map_conv_flops(name: str, batch: int, tokens: int) -> float:
