@@ -7,6 +7,7 @@ One run measures, on this machine and in this process's torch thread setting:
      layers, 8 heads, p = 0.25, alpha = beta = 0.5, 3 x 3 map kernel, dropout 0.1), mean pooling,
      MLP head;
    * ``ea-dc-t+ckpt``: the same with per-layer activation checkpointing;
+   * ``ea-dc-t-p0``: the same with dropout 0, to set beside ``vanilla-p0`` (dropout-free both);
    * ``vanilla``: torch.nn.TransformerEncoder of the same width and depth (d = 64, 8 heads, 6
      layers, FFN 256, dropout 0.1, batch_first) with the same input projection, positional table,
      pooling and head. PyTorch picks its attention kernel: with attention dropout in training that
@@ -77,7 +78,7 @@ if str(ROOT) not in sys.path:
 import torch
 from torch import nn
 
-MODELS = ("ea-dc-t", "ea-dc-t+ckpt", "vanilla", "vanilla-p0")
+MODELS = ("ea-dc-t", "ea-dc-t+ckpt", "ea-dc-t-p0", "vanilla", "vanilla-p0")
 D_MODEL, N_LAYERS, N_HEADS, FFN, MAP_KERNEL = 64, 6, 8, 256, 3
 N_CLASSES = 4
 
@@ -333,9 +334,10 @@ def micro_table(rows, lengths) -> str:
                 f"{_fmt_bytes(r['peak_mem_bytes'])} | {r['flops'] / 1e9:,.2f} | {r['flop_rate'] / 1e9:.2f} | "
                 f"{'' if check is None else f'{check:.3f}'} |"
             )
-    lines += ["", ("| T | time ours/vanilla | time ours/vanilla-p0 | time ckpt/vanilla | memory ours/vanilla | "
-              "memory ckpt/vanilla | memory ckpt/vanilla-p0 | FLOP rate ours/vanilla | FLOP rate ours/vanilla-p0 |"),
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", ("| T | time ours/vanilla | time ours/vanilla-p0 | time ours-p0/vanilla-p0 | time ckpt/vanilla | "
+              "memory ours/vanilla | memory ckpt/vanilla | memory ckpt/vanilla-p0 | FLOP rate ours/vanilla | "
+              "FLOP rate ours/vanilla-p0 |"),
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for t in lengths:
         def g(m, k, t=t):
             return _get(rows, m, t, k)
@@ -343,6 +345,7 @@ def micro_table(rows, lengths) -> str:
         lines.append(
             f"| {t} | {_ratio(g('ea-dc-t', 'train_s'), g('vanilla', 'train_s'))} | "
             f"{_ratio(g('ea-dc-t', 'train_s'), g('vanilla-p0', 'train_s'))} | "
+            f"{_ratio(g('ea-dc-t-p0', 'train_s'), g('vanilla-p0', 'train_s'))} | "
             f"{_ratio(g('ea-dc-t+ckpt', 'train_s'), g('vanilla', 'train_s'))} | "
             f"{_ratio(g('ea-dc-t', 'peak_mem_bytes'), g('vanilla', 'peak_mem_bytes'))} | "
             f"{_ratio(g('ea-dc-t+ckpt', 'peak_mem_bytes'), g('vanilla', 'peak_mem_bytes'))} | "

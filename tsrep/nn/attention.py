@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tsrep.nn.deacon import DeaconHeadMixing
-from tsrep.nn.evolving import AttentionMapEvolution
+from tsrep.nn.evolving import AttentionMapEvolution, query_key_product
 from tsrep.nn.interacting import n_virtual_heads, virtual_heads
 from tsrep.nn.map_dropout import attend_values
 
@@ -146,7 +146,7 @@ class MultiHeadAttention(nn.Module):
             # The evolution makes the Q K^T map itself, so it may overwrite it (one map per step).
             logits = self.evolution.from_queries_keys(q, k, scale, prev_logits, valid, query_valid)
         else:
-            logits = (q * scale) @ k.transpose(-2, -1)
+            logits = query_key_product(q * scale, k)
         scores = logits
         mask = self._attend_mask(valid, q.shape[-2], n, q.device)
         if mask is not None:

@@ -148,7 +148,7 @@ class AttentionMapEvolution(nn.Module):
         The map of Q K^T is made here, so the residual link and the blend may overwrite it: at
         most one (B, K, M, N) map is allocated per step of Eq. 1 (attention layers call this).
         """
-        a_in = (q * scale) @ k.transpose(-2, -1)  # matmul keeps q and k for backward, not its output
+        a_in = query_key_product(q * scale, k)  # keeps q and k for backward, not its output
         if prev_logits is not None and self.alpha > 0:
             a_in = a_in.lerp_(prev_logits, self.alpha)
         return self._evolve(a_in, valid, query_valid, owned=True)
@@ -182,6 +182,32 @@ class AttentionMapEvolution(nn.Module):
             f"n_heads={self.n_heads}, alpha={self.alpha}, beta={self.beta}, kernel_size={self.kernel_size}, "
             f"conv_mask={self.conv_mask!r}"
         )
+
+
+class QueryKeyProduct(torch.autograd.Function):
+    """q @ k^T for q (..., M, d), k (..., N, d) with a backward that never multiplies by a transposed map.
+
+    Autograd's own backward computes dk = dS^T @ q, a product with the transposed (M, N) map that runs
+    about 15x slower on CPU than (q^T @ dS)^T for small head sizes (measured: 242 vs 15 ms at
+    16 x 1751 x 1751, d = 2, one thread).
+    """
+
+    @staticmethod
+    def forward(ctx, q, k):
+        ctx.save_for_backward(q, k)
+        return q @ k.transpose(-2, -1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k = ctx.saved_tensors
+        grad_q = grad @ k.to(grad.dtype) if ctx.needs_input_grad[0] else None
+        grad_k = (q.to(grad.dtype).transpose(-2, -1) @ grad).transpose(-2, -1) if ctx.needs_input_grad[1] else None
+        return grad_q, grad_k
+
+
+def query_key_product(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(..., M, d), (..., N, d) -> (..., M, N) = q @ k^T (see QueryKeyProduct)."""
+    return QueryKeyProduct.apply(q, k)
 
 
 class ConvReluBlend(torch.autograd.Function):
