@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from tsrep import EADCTransformerClassifier
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
 from tsrep.nn import AttentionMapEvolution
-from tsrep.nn.evolving import ConvReluBlend
+from tsrep.nn.evolving import ConvReluBlend, query_key_product
 from tsrep.nn.map_dropout import attend_values, drop_map_entries, keep_mask
 from tsrep.nn.patching import Patching, n_tokens
 
@@ -136,6 +136,19 @@ def test_attend_values_matches_softmax_dropout_product(p):
     want_grads = torch.autograd.grad((want * g).sum(), [scores_ref, v])
     for a, b in zip(got_grads, want_grads):
         torch.testing.assert_close(a, b)
+
+
+def test_query_key_product_matches_matmul_and_passes_gradcheck():
+    """Its backward avoids products with the transposed map; the maths must stay q @ k^T's."""
+    torch.manual_seed(0)
+    q = torch.randn(2, 3, 5, 2, dtype=torch.double, requires_grad=True)
+    k = torch.randn(2, 3, 7, 2, dtype=torch.double, requires_grad=True)
+    g = torch.randn(2, 3, 5, 7, dtype=torch.double)
+    ours = torch.autograd.grad((query_key_product(q, k) * g).sum(), (q, k))
+    stock = torch.autograd.grad(((q @ k.transpose(-2, -1)) * g).sum(), (q, k))
+    torch.testing.assert_close(query_key_product(q, k), q @ k.transpose(-2, -1))
+    torch.testing.assert_close(ours, stock)
+    assert torch.autograd.gradcheck(query_key_product, (q, k))
 
 
 def test_fused_map_convolution_passes_gradcheck():
