@@ -498,10 +498,11 @@ def main(argv=None) -> None:
         datasets = ["BasicMotions", "Covid3Month"] if args.quick else ["BasicMotions", "JapaneseVowels", "Covid3Month"]
         rows = []
         for ds in datasets:
-            rows.append(fit_predict("EA-DC-T (tsrep)", ds, ours(ds, epochs), equal_length=False))
+            dataset_rows = [fit_predict("EA-DC-T (tsrep)", ds, ours(ds, epochs), equal_length=False)]
             for name, est, equal in peers(ds, epochs):
-                rows.append(fit_predict(name, ds, est, equal_length=equal))
-            for r in rows[-(1 + len(peers(ds, epochs))):]:
+                dataset_rows.append(fit_predict(name, ds, est, equal_length=equal))
+            rows += dataset_rows
+            for r in dataset_rows:
                 print(f"  {r['dataset']} {r['model']}: {r.get('error') or (r['score'], r['seconds'])}", flush=True)
         results["fit"] = rows
         report += [f"## Fit + predict on shipped problems ({epochs} epochs for the deep models, batch 16, seed 0)", "",

@@ -84,21 +84,25 @@ class AttentionMapEvolution(nn.Module):
             else:
                 self.conv = nn.Conv2d(n_heads, n_heads, kernel_size, padding=kernel_size // 2)
 
-    def _convolve(self, a_in: torch.Tensor) -> torch.Tensor:
+    def _weight_and_pre_pad(self) -> tuple[torch.Tensor, tuple[int, int, int, int] | None]:
+        """The map convolution's weight (masked taps zeroed: they stay zero and get no gradient) and the
+        extra padding (left, right, top, bottom) applied before it (the causal one-step shift)."""
         if self.conv_mask != "causal":
-            return self.conv(a_in)
+            return self.conv.weight, None
         k = self.kernel_size
-        # The masked taps are multiplied out on every call, so they stay zero and get no gradient.
-        return F.conv2d(F.pad(a_in, (k - 1, 0, k - 1, 0)), self.conv.weight * self.kernel_mask, self.conv.bias)
+        return self.conv.weight * self.kernel_mask, (k - 1, 0, k - 1, 0)
+
+    def _convolve(self, a_in: torch.Tensor) -> torch.Tensor:
+        """The map convolution with stock autograd ops (the reference of ConvReluBlend's)."""
+        weight, pre_pad = self._weight_and_pre_pad()
+        x = F.pad(a_in, pre_pad) if pre_pad else a_in
+        return F.conv2d(x, weight, self.conv.bias, padding=self.conv.padding)
 
     def _convolve_and_blend(self, a_in: torch.Tensor, owned: bool = False) -> torch.Tensor:
         """beta * ReLU(conv(A_in)) + (1 - beta) * A_in, keeping for backward only A_in and the ReLU's sign;
         owned: A_in may be overwritten by the result."""
-        k = self.kernel_size
-        weight, bias = self.conv.weight, self.conv.bias
-        if self.conv_mask == "causal":
-            weight = weight * self.kernel_mask  # masked taps stay zero and get no gradient
-        pre_pad = (k - 1, 0, k - 1, 0) if self.conv_mask == "causal" else None
+        weight, pre_pad = self._weight_and_pre_pad()
+        bias = self.conv.bias
         device = a_in.device.type
         cast = False
         if torch.is_autocast_enabled(device):
