@@ -157,6 +157,12 @@ def test_bad_inputs_are_named():
         model(src, torch.full((1, 3), 13))
     with pytest.raises(ValueError, match=r"\(batch, length\)"):
         model(src, torch.zeros(3))
+    with pytest.raises(ValueError, match="tgt_valid must be a bool tensor"):
+        model(src, torch.zeros(1, 3, dtype=torch.long), tgt_valid=torch.ones(1, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="src_valid must mark the first position"):
+        model(src, torch.zeros(1, 3, dtype=torch.long), src_valid=torch.zeros(1, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="memory must be"):
+        model.decode(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 5, 7))
     with pytest.raises(ValueError, match="decoder_alpha"):
         _model(decoder_alpha=1.5)
     with pytest.raises(ValueError, match="n_heads"):

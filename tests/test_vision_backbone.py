@@ -271,6 +271,7 @@ def test_fit_classifier_is_reproducible_from_the_generator():
     [
         ({"y": torch.zeros(5, dtype=torch.long)}, "one label per row of X"),
         ({"X": torch.zeros(0, 1, 8, 8), "y": torch.zeros(0, dtype=torch.long)}, "X has no cases"),
+        ({"X": torch.full((4, 1, 8, 8), float("nan"))}, "NaN or infinite"),
         ({"epochs": 0}, "epochs"),
         ({"batch_size": 0}, "batch_size"),
         ({"lr_schedule": "step"}, "lr_schedule"),

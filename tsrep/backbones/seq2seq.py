@@ -175,9 +175,20 @@ class EATransformerSeq2Seq(nn.Module):
             raise ValueError(f"{what} holds token ids outside [0, {embedding.num_embeddings})")
         return self.dropout(embedding(tokens) * math.sqrt(self.d_model) + positions[:n])
 
+    @staticmethod
+    def _check_valid(valid: torch.Tensor | None, tokens: torch.Tensor, what: str) -> None:
+        if valid is None:
+            return
+        if valid.dtype != torch.bool or valid.shape != tokens.shape:
+            raise ValueError(f"{what} must be a bool tensor of the token ids' shape {tuple(tokens.shape)}, "
+                             f"got {valid.dtype} {tuple(valid.shape)}")
+        if tokens.numel() and not bool(valid[:, 0].all()):
+            raise ValueError(f"{what} must mark the first position of every sequence valid (right padding)")
+
     def encode(self, src: torch.Tensor, src_valid: torch.Tensor | None = None) -> torch.Tensor:
         """src: (B, N) long; src_valid: (B, N) bool or None -> memory (B, N, d)"""
         x = self._embed(src, self.src_embedding, self.src_positions, "src")
+        self._check_valid(src_valid, src, "src_valid")
         logits = None
         for layer in self.encoder:
             x, logits = layer(x, src_valid, logits)
@@ -186,6 +197,10 @@ class EATransformerSeq2Seq(nn.Module):
     def decode(self, tgt, memory, tgt_valid=None, src_valid=None) -> torch.Tensor:
         """tgt: (B, M) long; memory: (B, N, d) -> (B, M, tgt_vocab_size) logits"""
         y = self._embed(tgt, self.tgt_embedding, self.tgt_positions, "tgt")
+        self._check_valid(tgt_valid, tgt, "tgt_valid")
+        if memory.ndim != 3 or memory.shape[0] != tgt.shape[0] or memory.shape[2] != self.d_model:
+            raise ValueError(f"memory must be (batch={tgt.shape[0]}, source length, d_model={self.d_model}), "
+                             f"got {tuple(memory.shape)}")
         self_logits = cross_logits = None
         for layer in self.decoder:
             y, self_logits, cross_logits = layer(y, memory, tgt_valid, src_valid, self_logits, cross_logits)

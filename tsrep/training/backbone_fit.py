@@ -34,6 +34,8 @@ def _check_xy(X: torch.Tensor, y: torch.Tensor, what: str) -> None:
         raise ValueError(f"{what}: y must be 1-D with one label per row of X, got X {tuple(X.shape)}, y {tuple(y.shape)}")
     if len(X) == 0:
         raise ValueError(f"{what}: X has no cases")
+    if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+        raise ValueError(f"{what}: X contains NaN or infinite values")
 
 
 def fit_classifier(
