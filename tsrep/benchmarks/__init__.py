@@ -1,15 +1,19 @@
 """The archive benchmark of paper 002's Tables I-IV: configs, cells, results store, tables, pictures.
 
 Command line: ``tsrep-benchmark --config quick`` (or ``python benchmarks/run_archive.py``);
-see tsrep.benchmarks.cli. Models by name: tsrep.models.get_model.
+see tsrep.benchmarks.cli. Models by name: tsrep.models.get_model, and allow-listed aeon estimators as
+``aeon:<name>`` (tsrep.benchmarks.registry). Published scores of other methods to show beside them:
+tsrep.benchmarks.published.
 """
 
 from tsrep.benchmarks.config import BenchmarkConfig, ConfigError, load_config, parse_config
+from tsrep.benchmarks.published import published_methods, published_results
 from tsrep.benchmarks.report import average_ranks, average_relative_difference, write_report
 from tsrep.benchmarks.run import Cell, make_cells, run_benchmark, run_cell
 from tsrep.benchmarks.store import ResultStore
 
 __all__ = [
     "BenchmarkConfig", "Cell", "ConfigError", "ResultStore", "average_ranks", "average_relative_difference",
-    "load_config", "make_cells", "parse_config", "run_benchmark", "run_cell", "write_report",
+    "load_config", "make_cells", "parse_config", "published_methods", "published_results", "run_benchmark",
+    "run_cell", "write_report",
 ]

@@ -4,6 +4,7 @@
     tsrep-benchmark --config shipped-paper-budget --jobs 2
     tsrep-benchmark --config paper --device cuda      # the paper's 17 problems (download once)
     tsrep-benchmark --config quick --report-only      # tables and pictures from stored results
+    tsrep-benchmark --config ucr-dev --published MiniROCKET HC2 --published-in-ranks
 
 Finished cells are stored in OUT/results.sqlite as they finish; running the same command again
 after an interruption runs only the missing cells. Outputs in OUT (default results/archive/<name>):
@@ -27,11 +28,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="torch threads per job (default: CPU cores / jobs)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ... (default auto)")
     p.add_argument("--datasets", nargs="+", help="run only these datasets (names or collections)")
-    p.add_argument("--models", nargs="+", help="run only these models (tsrep.models names)")
+    p.add_argument("--models", nargs="+", help="run only these models (tsrep.models names, aeon:<name>)")
     p.add_argument("--seeds", nargs="+", type=int, help="run only these seeds")
     p.add_argument("--offline", nargs="?", const=True, default=None,
                    help="never download (optionally: a directory of .ts files to read first)")
     p.add_argument("--cache-dir", help="where archives are downloaded to and looked for")
+    p.add_argument("--published", nargs="+", metavar="METHOD",
+                   help="show these methods' published test scores beside the models (replaces the config's)")
+    p.add_argument("--published-split", choices=("fold0", "mean"),
+                   help="published scores on the archive's split (fold0) or their mean over resamples")
+    p.add_argument("--published-in-ranks", action=argparse.BooleanOptionalAction, default=None,
+                   help="count the published columns in the summary rows and the critical-difference diagram")
     p.add_argument("--report-only", action="store_true", help="only write tables and pictures from stored results")
     p.add_argument("--no-plots", action="store_true", help="no PNG pictures")
     p.add_argument("--list", action="store_true", help="list the models and the config's cells, then exit")
@@ -47,14 +54,18 @@ def _override(raw: dict, args) -> dict:
         raw["collections"] = [d for d in args.datasets if d.lower() in COLLECTIONS]
         raw["datasets"] = [d for d in args.datasets if d.lower() not in COLLECTIONS]
     if args.models:
-        raw["models"] = args.models
-        for key in ("model_params", "model_grid"):  # keep the entries of the models still run
-            from tsrep.models import resolve_name
+        from tsrep.benchmarks.registry import resolve_model
 
-            kept = {resolve_name(m) for m in args.models}
-            raw[key] = {k: v for k, v in (raw.get(key) or {}).items() if resolve_name(k) in kept}
+        raw["models"] = args.models
+        kept = {resolve_model(m) for m in args.models}
+        for key in ("model_params", "model_grid"):  # keep the entries of the models still run
+            raw[key] = {k: v for k, v in (raw.get(key) or {}).items() if resolve_model(k) in kept}
     if args.seeds:
         raw["seeds"] = args.seeds
+    for key, value in (("published", args.published), ("published_split", args.published_split),
+                       ("published_in_ranks", args.published_in_ranks)):
+        if value is not None:
+            raw[key] = value
     data = dict(raw.get("data") or {})
     if args.offline is not None:
         data["offline"] = args.offline
@@ -68,6 +79,8 @@ def main(argv=None) -> int:
     import yaml
 
     from tsrep.benchmarks.config import ConfigError, find_config, parse_config
+    from tsrep.benchmarks.published import STUDIES, published_methods
+    from tsrep.benchmarks.registry import AEON_ESTIMATORS, AEON_PREFIX
     from tsrep.benchmarks.report import write_report
     from tsrep.benchmarks.run import make_cells, run_benchmark
     from tsrep.benchmarks.store import ResultStore
@@ -91,6 +104,10 @@ def main(argv=None) -> int:
     if args.list:
         for name, spec in MODELS.items():
             print(f"{name:20s} {spec.label:12s} {spec.description}")
+        for name, entry in AEON_ESTIMATORS.items():
+            print(f"{AEON_PREFIX + name:20s} {entry.label:12s} aeon's {', '.join(entry.class_names())}")
+        for task in STUDIES:
+            print(f"published ({task}): {', '.join(published_methods(task))}")
         print(f"\n{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds "
               f"= {len(cells)} cells -> {out}")
         print("datasets:", ", ".join(cfg.datasets))
@@ -112,7 +129,9 @@ def main(argv=None) -> int:
     from tsrep.benchmarks.report import reference_scores
 
     report = write_report(df, cfg.models, cfg.datasets, out, title=f"{cfg.name} ({len(cfg.seeds)} seed(s))",
-                          plots=not args.no_plots, references=reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir))
+                          plots=not args.no_plots, references=reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir),
+                          published=cfg.published, published_split=cfg.published_split,
+                          published_in_ranks=cfg.published_in_ranks)
     print(report["markdown"])
     ok = int((df["status"] == "ok").sum()) if len(df) else 0
     print(f"{ok}/{len(cells)} cells done; wall time {time.perf_counter() - start:.0f} s; files:")

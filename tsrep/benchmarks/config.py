@@ -5,7 +5,7 @@ Format (every key but ``models`` and one of ``datasets``/``collections`` is opti
     name: quick                      # names the output directory (default: the file's stem)
     datasets: [BasicMotions, Covid3Month]   # archive names (tsrep.data.load_archive)
     collections: [shipped]           # and/or whole collections (tsrep.data.list_datasets)
-    models: [lstm, ea-dc-transformer]       # tsrep.models names
+    models: [lstm, ea-dc-transformer, aeon:minirocket]  # tsrep.models names, aeon:<name> of an allow-list
     seeds: [0, 1, 2]                 # default [0]
     params:                          # constructor parameters for every model that takes them
       max_epochs: 100
@@ -23,8 +23,24 @@ Format (every key but ``models`` and one of ``datasets``/``collections`` is opti
       validation_fraction: 0.2       # of TRAIN (stratified for classification); TEST is never used
       refit: true                    # refit the chosen point on all of TRAIN before scoring TEST
     data:
-      offline: true                  # never download (or a directory of .ts files)
+      offline: true                  # never download (or a directory of .ts / UCR .tsv files)
       cache_dir: null                # default $TSREP_DATA_DIR or ~/.cache/tsrep/archives
+      available_offline: false       # true: collections keep only their problems on this machine
+    published: [MiniROCKET, HC2]     # published test scores shown beside the models (not run)
+    published_split: fold0           # fold0 (the archive's split, as run here) or mean (over resamples)
+    published_in_ranks: false        # true: count them in Avg Rank / Avg Accuracy / Rel. diff and the CD diagram
+
+Models: tsrep.models names, and ``aeon:<name>`` for an aeon estimator of the fixed allow-list
+tsrep.benchmarks.registry.AEON_ESTIMATORS (``aeon:minirocket``); nothing else is imported.
+
+Published columns (tsrep.benchmarks.published): test scores of the named methods from the studies
+whose result files ship with tsrep (classification: Middlehurst, Schäfer, Bagnall, "Bake off redux",
+DMKD 2024, on the 112 equal-length UCR problems; regression: Guijo-Rubio et al., "Unsupervised feature
+based algorithms for time series extrinsic regression", DMKD 2024). They are printed as extra columns
+marked "†" with a footnote citing the study, for the problems of the run that the study has. By
+default they are not ranked (they were not measured here); ``published_in_ranks: true`` counts them
+in the summary rows and the critical-difference diagram, over the problems where every model and
+every published method has a score.
 
 Shared ``params``/``grid``/``dataset_params`` apply to a model only where it has that parameter (an
 LSTM has no alpha) and never override a model's defining parameters (beta=0 of "w/o Convolution");
@@ -40,15 +56,17 @@ from pathlib import Path
 
 import yaml
 
+from tsrep.benchmarks.published import resolve_methods, resolve_split
+from tsrep.benchmarks.registry import all_params, build_model, model_params, resolve_model
 from tsrep.data.archive import canonical_name, list_datasets
-from tsrep.models import accepted_params, resolve_name
 
 KEYS = (
     "name", "description", "datasets", "collections", "models", "seeds", "params", "model_params",
-    "dataset_params", "grid", "model_grid", "selection", "data",
+    "dataset_params", "grid", "model_grid", "selection", "data", "published", "published_split",
+    "published_in_ranks",
 )
 SELECTION_KEYS = ("validation_fraction", "refit")
-DATA_KEYS = ("offline", "cache_dir")
+DATA_KEYS = ("offline", "cache_dir", "available_offline")
 
 # Where config names are looked up: ./configs, then the repository's configs/ next to the package.
 CONFIG_DIRS = (Path("configs"), Path(__file__).resolve().parents[2] / "configs")
@@ -73,19 +91,23 @@ class BenchmarkConfig:
     refit: bool = True
     offline: object = None
     cache_dir: str | None = None
+    available_offline: bool = False
+    published: list[str] = field(default_factory=list)
+    published_split: str = "fold0"
+    published_in_ranks: bool = False
     description: str = ""
     path: str | None = None
 
     def params_for(self, model: str, dataset: str) -> dict:
         """Fixed constructor parameters of one cell (without the grid)."""
-        accepted = accepted_params(model)
+        accepted = model_params(model)
         out = {k: v for k, v in self.params.items() if k in accepted}
         out.update({k: v for k, v in self.dataset_params.get(dataset, {}).items() if k in accepted})
         out.update(self.model_params.get(model, {}))
         return out
 
     def grid_for(self, model: str) -> dict:
-        accepted = accepted_params(model)
+        accepted = model_params(model)
         grid = {k: list(v) for k, v in self.grid.items() if k in accepted}
         grid.update({k: list(v) for k, v in self.model_grid.get(model, {}).items()})
         return grid
@@ -103,6 +125,23 @@ def _mapping(raw, key) -> dict:
     return value
 
 
+def _name_list(raw, key, what) -> list:
+    """A list of names (one name alone is a list of one)."""
+    value = raw.get(key) or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ConfigError(f"'{key}' must be a list of {what}, got {value!r}")
+    return value
+
+
+def _flag(section: dict, key: str, default: bool, where: str) -> bool:
+    value = section.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    return value
+
+
 def _grid(value, where) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be a mapping of parameter -> list of values, got {value!r}")
@@ -116,7 +155,7 @@ def _check_model_keys(section: dict, models: list[str], where: str, values_are_l
     out = {}
     for raw_name, value in section.items():
         try:
-            name = resolve_name(raw_name)
+            name = resolve_model(raw_name)
         except ValueError as err:
             raise ConfigError(f"{where}: {err}") from None
         if not isinstance(value, dict):
@@ -125,7 +164,7 @@ def _check_model_keys(section: dict, models: list[str], where: str, values_are_l
             _grid(value, f"{where}.{raw_name}")
         if name not in models:
             raise ConfigError(f"{where}.{raw_name}: model {name!r} is not in 'models' ({', '.join(models)})")
-        accepted = accepted_params(name)
+        accepted = model_params(name)
         bad = sorted(set(value) - accepted)
         if bad:
             raise ConfigError(
@@ -137,11 +176,9 @@ def _check_model_keys(section: dict, models: list[str], where: str, values_are_l
 
 
 def _check_shared_keys(section: dict, models: list[str], where: str) -> None:
-    from tsrep.models import MODELS, model_class
-
     # Any parameter of any registered model is fine here (a config keeps working when --models
     # narrows it to an LSTM); this check catches typos, params_for decides where a value goes.
-    known = set().union(*(model_class(m, "classification")._get_param_names() for m in MODELS))
+    known = all_params()
     for key in section:
         if key not in known:
             raise ConfigError(f"{where}: no model takes a parameter {key!r}{_close(key, known)}")
@@ -156,30 +193,39 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
 
     models_raw = raw.get("models")
     if not isinstance(models_raw, list) or not models_raw:
-        raise ConfigError("'models' must be a non-empty list of model names (tsrep.models)")
+        raise ConfigError("'models' must be a non-empty list of model names (tsrep.models, or aeon:<name>)")
     try:
-        models = list(dict.fromkeys(resolve_name(m) for m in models_raw))
+        models = list(dict.fromkeys(resolve_model(m) for m in models_raw))
     except ValueError as err:
         raise ConfigError(f"models: {err}") from None
+
+    data = _mapping(raw, "data")
+    bad = [k for k in data if k not in DATA_KEYS]
+    if bad:
+        raise ConfigError(f"data: unknown key {bad[0]!r}{_close(bad[0], DATA_KEYS)}")
+    offline = data.get("offline")
+    if not (offline is None or isinstance(offline, bool) or Path(str(offline)).expanduser().is_dir()):
+        raise ConfigError(f"data.offline must be true, false or a directory of data files; {offline!r} is "
+                          "not a directory")
+    available_offline = _flag(data, "available_offline", False, "data.available_offline")
 
     datasets = []
     ds_raw = raw.get("datasets") or []
     if not isinstance(ds_raw, list):
         raise ConfigError(f"'datasets' must be a list of dataset names, got {ds_raw!r}")
-    col_raw = raw.get("collections") or []
-    if isinstance(col_raw, str):
-        col_raw = [col_raw]
-    if not isinstance(col_raw, list):
-        raise ConfigError(f"'collections' must be a list of collection names, got {col_raw!r}")
+    col_raw = _name_list(raw, "collections", "collection names")
     try:
         for c in col_raw:
-            datasets.extend(list_datasets(c))
+            datasets.extend(list_datasets(c, cache_dir=data.get("cache_dir"), available_offline=available_offline,
+                                          offline=data.get("offline")))
         datasets.extend(canonical_name(d) for d in ds_raw)
-    except ValueError as err:
+    except (ValueError, NotADirectoryError) as err:
         raise ConfigError(f"datasets: {err}") from None
     datasets = list(dict.fromkeys(datasets))
     if not datasets:
-        raise ConfigError("no datasets: give 'datasets' (names) and/or 'collections'")
+        found = " (none of the collections' problems is on this machine: data.available_offline)" * bool(
+            col_raw and available_offline)
+        raise ConfigError(f"no datasets: give 'datasets' (names) and/or 'collections'{found}")
 
     seeds = raw.get("seeds", [0])
     if isinstance(seeds, int):
@@ -211,14 +257,15 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
     fraction = selection.get("validation_fraction", 0.2)
     if not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
         raise ConfigError(f"selection.validation_fraction must be in (0, 1), got {fraction!r}")
-    refit = selection.get("refit", True)
-    if not isinstance(refit, bool):
-        raise ConfigError(f"selection.refit must be true or false, got {refit!r}")
+    refit = _flag(selection, "refit", True, "selection.refit")
 
-    data = _mapping(raw, "data")
-    bad = [k for k in data if k not in DATA_KEYS]
-    if bad:
-        raise ConfigError(f"data: unknown key {bad[0]!r}{_close(bad[0], DATA_KEYS)}")
+    published_raw = _name_list(raw, "published", "method names")
+    try:
+        published = resolve_methods(published_raw)
+        published_split = resolve_split(raw.get("published_split", "fold0"))
+    except ValueError as err:
+        raise ConfigError(f"published: {err}") from None
+    published_in_ranks = _flag(raw, "published_in_ranks", False, "published_in_ranks")
 
     cfg = BenchmarkConfig(
         name=str(raw.get("name") or name),
@@ -234,17 +281,19 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
         refit=refit,
         offline=data.get("offline"),
         cache_dir=data.get("cache_dir"),
+        available_offline=available_offline,
+        published=published,
+        published_split=published_split,
+        published_in_ranks=published_in_ranks,
         description=str(raw.get("description") or ""),
         path=path,
     )
     # Every cell's parameters must build an estimator: catch contradictions (e.g. beta for
     # "w/o Convolution") now, not after an hour of training.
-    from tsrep.models import get_model
-
     for model in models:
         for dataset in datasets:
             try:
-                get_model(model, "classification", **cfg.params_for(model, dataset))
+                build_model(model, "classification", **cfg.params_for(model, dataset))
             except ValueError as err:
                 raise ConfigError(f"model {model!r} on {dataset}: {err}") from None
     return cfg

@@ -13,6 +13,12 @@ for that dataset and model. Under it:
 A last, unranked column gives the score of a constant prediction fitted on TRAIN (majority class,
 or the mean training target): a model that does not beat it has learnt nothing.
 
+Published columns (``published=[...]``, tsrep.benchmarks.published): test scores other studies
+published for methods not run here, headed ``<method>†`` and followed by a footnote citing the study
+and the split; "n/a" where the study has no figure for a problem. They are left out of the summary
+rows and the critical-difference diagram unless ``published_in_ranks=True``; then the summary rows
+use only the datasets where every model and every published method has a score.
+
 The summary rows use only the datasets where every model has a score (their number is printed);
 a dataset with a missing cell is still shown. The paper's own summary rows are printed beside ours
 only when the table holds exactly the paper's datasets and the models are among its seven.
@@ -31,10 +37,45 @@ import numpy as np
 import pandas as pd
 
 from tsrep.benchmarks.paper import PAPER_SUMMARY, paper_score
+from tsrep.benchmarks.published import SPLIT_DESCRIPTION, published_methods, published_results
+from tsrep.benchmarks.registry import model_label
 from tsrep.data.archive import PAPER_CLASSIFICATION, PAPER_REGRESSION
-from tsrep.models import PAPER_MODELS, model_spec
+from tsrep.models import PAPER_MODELS
 
 LOWER_IS_BETTER = {"classification": False, "regression": True}
+PUBLISHED_PREFIX = "published:"
+PUBLISHED_MARK = "†"  # heads the published columns and their footnote
+
+
+def column_label(column: str) -> str:
+    """Table header of a model or of a published column (``published:HC2`` -> ``HC2†``)."""
+    if column.startswith(PUBLISHED_PREFIX):
+        return column[len(PUBLISHED_PREFIX):] + PUBLISHED_MARK
+    return model_label(column)
+
+
+def published_columns(task: str, methods, datasets: list[str], split: str = "fold0") -> pd.DataFrame:
+    """datasets x ``published:<method>`` for the methods the task's study has (NaN where it has no figure)."""
+    methods = [m for m in (methods or ()) if m in published_methods(task)]
+    frame = published_results(task, split, methods) if methods else pd.DataFrame()
+    out = frame.reindex(index=datasets).rename(columns=lambda m: PUBLISHED_PREFIX + m)
+    out.attrs = dict(frame.attrs, study_names={d: n for d, n in frame.attrs.get("study_names", {}).items()
+                                               if d in set(datasets)})
+    return out
+
+
+def published_footnote(task: str, published: pd.DataFrame, ranked: bool) -> str:
+    metric = published.attrs["metric"]
+    note = (f"{PUBLISHED_MARK} Published test {metric} of methods not run here, "
+            f"{SPLIT_DESCRIPTION[published.attrs['split']]} ({published.attrs['split']}): "
+            f"{published.attrs['citation']}. "
+            + ("Counted in the summary rows and the critical-difference diagram."
+               if ranked else "Not counted in the summary rows or the critical-difference diagram."))
+    versions = published.attrs.get("study_names")
+    if versions:
+        note += " Figures of the study's own version of " + ", ".join(
+            f"{d} ({n})" for d, n in versions.items()) + "."
+    return note
 
 
 def average_ranks(scores: pd.DataFrame, lower_better: bool) -> pd.Series:
@@ -103,20 +144,25 @@ def reference_scores(datasets, offline=None, cache_dir=None) -> dict[str, float]
 REFERENCE_LABEL = {"classification": "Majority class", "regression": "Train mean"}
 
 
-def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[str]) -> dict:
-    """Everything one task's table needs: scores (datasets x models), the complete datasets, summary rows."""
+def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[str], published=None,
+               published_split: str = "fold0", published_in_ranks: bool = False) -> dict:
+    """Everything one task's table needs: scores (datasets x models), the published columns, the complete
+    datasets (over the ranked columns: the models, and the published ones when published_in_ranks), summary rows."""
     sub = agg[agg["task"] == task]
     datasets = [d for d in datasets if d in set(sub["dataset"])]
     scores = sub.pivot(index="dataset", columns="model", values="score").reindex(index=datasets, columns=models)
-    complete = scores.dropna()
+    extra = published_columns(task, published, datasets, published_split)
+    ranked = pd.concat([scores, extra], axis=1) if published_in_ranks and len(extra.columns) else scores
+    complete = ranked.dropna()
     summary = {}
-    if len(complete) and len(models) > 1:
+    if len(complete) and len(complete.columns) > 1:
         summary["Avg Rank"] = average_ranks(complete, LOWER_IS_BETTER[task])
         if task == "regression":
             summary["Avg Rel. diff"] = average_relative_difference(complete)
         else:
             summary["Avg Accuracy"] = complete.mean(axis=0)
-    return {"scores": scores, "complete": complete, "summary": summary, "datasets": datasets, "sub": sub}
+    return {"scores": scores, "complete": complete, "summary": summary, "datasets": datasets, "sub": sub,
+            "published": extra, "published_in_ranks": published_in_ranks and len(extra.columns) > 0}
 
 
 def _paper_summary_applies(task: str, complete: pd.DataFrame, models: list[str]) -> bool:
@@ -129,10 +175,11 @@ def render_markdown(table: dict, task: str, models: list[str], paper: bool = Tru
     sub, datasets = table["sub"], table["datasets"]
     lookup = {(r.dataset, r.model): r for r in sub.itertuples()}
     metric = "accuracy" if task == "classification" else "RMSE"
-    labels = [model_spec(m).label for m in models]
+    published = table["published"]
+    labels = [column_label(c) for c in models + list(published.columns)]
     extra = [REFERENCE_LABEL[task]] if references else []
     lines = [f"| Dataset ({metric} / #params) | " + " | ".join(labels + extra) + " |",
-             "|---|" + "---|" * (len(models) + len(extra))]
+             "|---|" + "---|" * (len(labels) + len(extra))]
     for d in datasets:
         cells = []
         for m in models:
@@ -147,6 +194,9 @@ def render_markdown(table: dict, task: str, models: list[str], paper: bool = Tru
             if ref is not None:
                 text += f" (paper {ref[0]:g}" + (f" / {format_params(ref[1])})" if ref[1] else ")")
             cells.append(text)
+        for column in published.columns:
+            value = published.at[d, column]
+            cells.append("n/a" if pd.isna(value) else format_score(value, task))
         if references:
             cells.append(format_score(references[d], task) if d in references else "n/a")
         lines.append(f"| {d} | " + " | ".join(cells) + " |")
@@ -160,7 +210,10 @@ def render_markdown(table: dict, task: str, models: list[str], paper: bool = Tru
             if paper_rows and m in PAPER_SUMMARY[task].get(name, {}):
                 text += f" (paper {PAPER_SUMMARY[task][name][m]:g})"
             cells.append(text)
+        cells += [f"{values[c]:.{digits}f}" if c in values.index else "" for c in published.columns]
         lines.append(f"| {name} (over {n} datasets) | " + " | ".join(cells + [""] * bool(references)) + " |")
+    if len(published.columns):
+        lines += ["", published_footnote(task, published, table["published_in_ranks"])]
     return "\n".join(lines)
 
 
@@ -182,19 +235,20 @@ def table_csv(table: dict, task: str, models: list[str], references=None) -> pd.
                 f"{m}_paper": ref[0] if ref else np.nan,
                 f"{m}_paper_n_params": ref[1] if ref and ref[1] else np.nan,
             })
+        row.update(table["published"].loc[d].to_dict() if len(table["published"].columns) else {})
         row["reference"] = (references or {}).get(d, np.nan)
         rows.append(row)
     for name, values in table["summary"].items():
         row = {"dataset": f"{name} (over {len(table['complete'])} datasets)"}
-        row.update({m: values[m] for m in models})
+        row.update(values.to_dict())
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def plot_cd(table: dict, task: str, models: list[str], path: Path) -> Path | None:
     """aeon's critical-difference diagram; None (and why, printed) when it cannot be drawn."""
-    complete = table["complete"]
-    if len(models) < 3 or len(complete) < 2:  # aeon's Friedman test needs three models
+    complete = table["complete"]  # the ranked columns: the models, and the published ones when counted
+    if len(complete.columns) < 3 or len(complete) < 2:  # aeon's Friedman test needs three models
         print(f"[report] no critical-difference diagram for {task}: needs >= 3 models and >= 2 complete datasets")
         return None
     import matplotlib
@@ -205,7 +259,7 @@ def plot_cd(table: dict, task: str, models: list[str], path: Path) -> Path | Non
 
     try:
         fig, _ = plot_critical_difference(
-            complete.to_numpy(dtype=float), [model_spec(m).label for m in models],
+            complete.to_numpy(dtype=float), [column_label(c) for c in complete.columns],
             lower_better=LOWER_IS_BETTER[task],
         )
     except Exception as err:  # e.g. too few datasets for the test
@@ -236,7 +290,7 @@ def plot_bars(table: dict, task: str, models: list[str], path: Path) -> Path | N
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * n_d + 2), 4))
     x = np.arange(n_d)
     for j, m in enumerate(models):
-        ax.bar(x + (j - (n_m - 1) / 2) * width, values[:, j], width, label=model_spec(m).label)
+        ax.bar(x + (j - (n_m - 1) / 2) * width, values[:, j], width, label=model_label(m))
         if task == "classification":
             for i, d in enumerate(scores.index):
                 ref = paper_score(d, m)
@@ -256,10 +310,14 @@ def plot_bars(table: dict, task: str, models: list[str], path: Path) -> Path | N
 
 
 def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_dir, title: str = "",
-                 plots: bool = True, paper: bool = True, references: dict | None = None) -> dict:
+                 plots: bool = True, paper: bool = True, references: dict | None = None, published=None,
+                 published_split: str = "fold0", published_in_ranks: bool = False) -> dict:
     """Write tables (Markdown + CSV), the cells' CSV and the pictures; returns {"markdown": str, "files": [...]}.
 
     references: {dataset: score of a constant prediction} (reference_scores), shown beside the models.
+    published: methods whose published scores are shown beside the models (tsrep.benchmarks.published;
+    each where its task's study has it), from split "fold0" or "mean"; counted in the summary rows and
+    the critical-difference diagram only with published_in_ranks=True.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -270,7 +328,7 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
     agg = aggregate(df)
     parts = [f"# {title}".rstrip()] if title else []
     for task in ("classification", "regression"):
-        table = task_table(agg, task, models, datasets)
+        table = task_table(agg, task, models, datasets, published, published_split, published_in_ranks)
         if not table["datasets"]:
             continue
         md = render_markdown(table, task, models, paper, references)

@@ -115,7 +115,7 @@ def _better(task: str, a: float, b: float | None) -> bool:
 
 def run_cell(cell: Cell) -> dict:
     """Train and score one cell; returns the row to store (status "ok", or "error" with the message)."""
-    from tsrep.models import get_model
+    from tsrep.benchmarks.registry import build_model
 
     start = time.perf_counter()
     row = {
@@ -128,9 +128,7 @@ def run_cell(cell: Cell) -> dict:
         X_test, y_test = load_archive(cell.dataset, "test", cache_dir=cell.cache_dir, offline=cell.offline)
 
         def build(point):
-            return get_model(cell.model, cell.task, **{
-                **cell.params, **point, "random_state": cell.seed, "device": cell.device, "verbose": False,
-            })
+            return build_model(cell.model, cell.task, seed=cell.seed, device=cell.device, **{**cell.params, **point})
 
         points = grid_points(cell.grid)
         chosen, val_score = points[0], None
@@ -150,7 +148,8 @@ def run_cell(cell: Cell) -> dict:
             estimator = build(chosen).fit(X_train, y_train)
         row.update(
             score=score(cell.task, y_test, estimator.predict(X_test)),
-            n_params=int(estimator.n_parameters_),
+            # None where a model has no count of its own (an aeon estimator without a linear model)
+            n_params=None if estimator.n_parameters_ is None else int(estimator.n_parameters_),
             params={**cell.params, **chosen},
             val_score=val_score,
             n_candidates=len(points),
