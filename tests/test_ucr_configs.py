@@ -1,0 +1,18 @@
+"""The UCR benchmark configs (configs/ucr-dev.yaml, configs/ucr.yaml) load and validate (no training)."""
+
+from tsrep.benchmarks import load_config
+from tsrep.data import list_datasets
+
+
+def test_ucr_configs_load_and_validate():
+    dev = load_config("ucr-dev")
+    assert dev.datasets == ["ArrowHead", "GunPoint", "ItalyPowerDemand", "OSULeaf", "Coffee", "Beef", "FaceFour",
+                            "Lightning7", "Ham", "Adiac", "ECG5000", "DistalPhalanxTW"]
+    assert dev.models == ["ea-dc-transformer", "dc-transformer", "resnet", "transformer", "aeon:minirocket"]
+    assert dev.seeds == [0, 1, 2] and not dev.params and not dev.model_params and not dev.grid
+    assert all(dev.params_for(m, d) == {} for m in dev.models for d in dev.datasets)  # estimator defaults
+    assert dev.published == ["MiniROCKET", "MultiROCKET-Hydra", "HC2", "InceptionTime", "ResNet"]
+    assert dev.published_split == "fold0" and dev.published_in_ranks is False
+    full = load_config("ucr")
+    assert full.datasets == list_datasets("ucr", available_offline=True) and len(full.datasets) >= 90
+    assert full.models == dev.models and full.seeds == [0] and full.published == dev.published
