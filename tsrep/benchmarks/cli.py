@@ -128,10 +128,10 @@ def main(argv=None) -> int:
     df = store.frame(keys=[c.key for c in cells])
     from tsrep.benchmarks.report import reference_scores
 
+    references = reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir)
     report = write_report(df, cfg.models, cfg.datasets, out, title=f"{cfg.name} ({len(cfg.seeds)} seed(s))",
-                          plots=not args.no_plots, references=reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir),
-                          published=cfg.published, published_split=cfg.published_split,
-                          published_in_ranks=cfg.published_in_ranks)
+                          plots=not args.no_plots, references=references, published=cfg.published,
+                          published_split=cfg.published_split, published_in_ranks=cfg.published_in_ranks)
     print(report["markdown"])
     ok = int((df["status"] == "ok").sum()) if len(df) else 0
     print(f"{ok}/{len(cells)} cells done; wall time {time.perf_counter() - start:.0f} s; files:")

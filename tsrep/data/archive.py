@@ -533,8 +533,8 @@ def load_archive(name: str, split: str | None = "train", cache_dir=None, offline
         Where downloads go and are looked for; default $TSREP_DATA_DIR, else ~/.cache/tsrep/archives.
     offline : None, bool or path
         True: never download. A directory: read problems from there first (``DIR/Name/Name_TRAIN.ts``
-        or ``DIR/Name_TRAIN.ts``, or ``.tsv`` in the UCR layout), never download. None: from $TSREP_OFFLINE ("1" or a directory), else
-        False (download what is not on disk).
+        or ``DIR/Name_TRAIN.ts``, or ``.tsv`` in the UCR layout), never download. None: from
+        $TSREP_OFFLINE ("1" or a directory), else False (download what is not on disk).
     return_metadata : bool
         Also return a dict: aeon's header metadata plus "name", "task", "path" (the directory read).
 
