@@ -24,6 +24,13 @@ from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predi
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
 from tsrep.training.hooks import current_epoch_callback
 from tsrep.training.loop import stratified_split
+from tsrep.estimators._recipe import (
+    check_sample_weight,
+    resolve_validation_fraction,
+    validate_recipe,
+)
+from tsrep.estimators._ensemble import fit_members
+from tsrep.nn.patching import resolve_front_end
 from tsrep.estimators._cost import apply_cost_options, validate_cost_options
 from tsrep.estimators._pretraining import build_encoder, pretrain_stage, start_from_checkpoint, validate_pretraining
 
@@ -174,11 +181,18 @@ class EADCTransformerMixin:
         lr=1e-3,
         batch_size=64,
         max_epochs=100,
-        validation_fraction=0.2,
+        min_steps=800,
+        validation_fraction="auto",
         patience=20,
-        optimizer="radam",
+        optimizer="adamw",
         optimizer_kwargs=None,
+        weight_decay=0.01,
+        lr_schedule="onecycle",
+        label_smoothing=0.0,
+        class_weight=None,
         grad_clip=4.0,
+        n_estimators=1,
+        n_jobs=None,
         device="auto",
         random_state=None,
         verbose=False,
@@ -191,7 +205,7 @@ class EADCTransformerMixin:
         checkpointing=False,
         mixed_precision=None,
         compile=False,
-        patch_len=None,
+        patch_len="auto",
         patch_stride=None,
         downsample=None,
     ):
@@ -217,11 +231,18 @@ class EADCTransformerMixin:
         self.lr = lr
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.min_steps = min_steps
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.optimizer = optimizer
         self.optimizer_kwargs = optimizer_kwargs
+        self.weight_decay = weight_decay
+        self.lr_schedule = lr_schedule
+        self.label_smoothing = label_smoothing
+        self.class_weight = class_weight
         self.grad_clip = grad_clip
+        self.n_estimators = n_estimators
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -252,9 +273,38 @@ class EADCTransformerMixin:
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
         validate_training_params(self, TRAINING_PARAMS)
+        validate_recipe(self)
         validate_pretraining(self)
         validate_cost_options(self)
         return resolve_device(self.device)
+
+    # ----------------------------------------------------------------- fit
+    def fit(self, X, y, sample_weight=None):
+        """Fit to the collection X and targets y; sample_weight (n_cases,) scales each case's loss.
+
+        Weights are scaled to mean 1 over the training cases (together with class_weight), so
+        they change the balance between cases, not the size of the optimiser's steps.
+        """
+        # aeon's fit takes (X, y) and resets every attribute without "__" in its name: the weights
+        # travel to _fit under a mangled (double-underscore) name and are gone after fit.
+        self.__sample_weight = sample_weight
+        try:
+            return super().fit(X, y)
+        finally:
+            del self.__sample_weight
+
+    def _fit_setup_recipe(self, X, y) -> tuple[bool, np.ndarray | None]:
+        """Validate everything before any work; fit the seed ensemble when n_estimators > 1.
+
+        Returns (fitted_as_ensemble, checked sample weights)."""
+        self._validate_params()
+        weights = check_sample_weight(self.__dict__.get("_EADCTransformerMixin__sample_weight"), len(y))
+        if self.n_estimators > 1:
+            self.estimators_ = fit_members(self, X, y, weights)
+            self.n_parameters_ = int(sum(m.n_parameters_ for m in self.estimators_))
+            return True, weights
+        self.estimators_ = None
+        return False, weights
 
     # ----------------------------------------------------------------- data
     def _preprocess_collection(self, X, store_metadata=True):
@@ -271,6 +321,11 @@ class EADCTransformerMixin:
             self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
             self.max_len_ = int(max(c.shape[1] for c in cases))
             self.n_channels_ = int(cases[0].shape[0])
+            # patch_len="auto": the token rule of tsrep.nn.patching, fixed here on the training data.
+            self.patch_len_, self.patch_stride_ = resolve_front_end(
+                self.patch_len, self.patch_stride, self.downsample, self.n_channels_, self.max_len_,
+                per_step_only=bool(self.pretrain_epochs),
+            )
         else:
             longest = max(c.shape[1] for c in cases)
             if longest > self.max_len_ and self.pooling == "flatten":
@@ -304,13 +359,14 @@ class EADCTransformerMixin:
             head_mixing=self.head_mixing,
             deacon_m=self.deacon_m,
             deacon_settings=dict(dP=self.deacon_dp, xi=self.deacon_xi, inner_steps=self.deacon_inner_steps),
-            patch_len=self.patch_len,
-            patch_stride=self.patch_stride,
+            patch_len=self.patch_len_,
+            patch_stride=self.patch_stride_,
             downsample=self.downsample,
         )
         return SeriesModel(apply_cost_options(self, encoder), n_outputs, self._task, self.pooling, self.dropout)
 
-    def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None):
+    def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None, weights=None):
+        """Fit one network. loss_fn(outputs, targets, weights); weights: per-case loss weights or None."""
         # Under torchrun: join the process group and take this rank's device (tsrep.training.distributed).
         device = setup_data_parallel(self._validate_params())
         seed = broadcast_object(seed_from(self.random_state))  # random_state=None: rank 0's draw on every rank
@@ -320,19 +376,22 @@ class EADCTransformerMixin:
             mean_length = float(data.valid.sum(1).float().mean())
             check_interacting_heads(self.n_heads, split_width(self.d_model, self.p)[0], mean_length)
         rng = np.random.default_rng(seed)
+        data.weights = weights
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
-        train_idx, val_idx = stratified_split(labels, self.validation_fraction, rng, stratify_on is not None)
-        train_data = SeriesBatchData(data.values[train_idx], data.valid[train_idx], targets[train_idx])
-        val_data = (
-            SeriesBatchData(data.values[val_idx], data.valid[val_idx], targets[val_idx]) if len(val_idx) else None
-        )
+        self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data))
+        train_idx, val_idx = stratified_split(labels, self.validation_fraction_, rng, stratify_on is not None)
+        train_data = data.subset(train_idx)
+        val_data = data.subset(val_idx) if len(val_idx) else None
         config = TrainConfig(
             lr=self.lr,
             batch_size=self.batch_size,
             max_epochs=self.max_epochs,
+            min_steps=self.min_steps,
             patience=self.patience,
             optimizer=self.optimizer,
             optimizer_kwargs=self.optimizer_kwargs,
+            weight_decay=self.weight_decay,
+            lr_schedule=self.lr_schedule,
             grad_clip=self.grad_clip,
             verbose=self.verbose,
         )

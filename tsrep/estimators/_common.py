@@ -31,8 +31,7 @@ def resolve_device(device) -> torch.device:
 
 # Parameters of the shared training harness, checked by validate_training_params.
 TRAINING_PARAMS = (
-    "pooling", "scaling", "dim_feedforward", "lr", "batch_size", "max_epochs", "validation_fraction",
-    "patience", "grad_clip", "optimizer",
+    "pooling", "scaling", "dim_feedforward", "lr", "batch_size", "max_epochs", "patience", "grad_clip", "optimizer",
 )
 
 
@@ -48,7 +47,9 @@ def validate_training_params(est, names) -> None:
         "dim_feedforward": (lambda v: v is None or _is_positive_int(v), "must be a positive integer or None"),
         "dropout": (lambda v: isinstance(v, numbers.Real) and 0 <= v < 1, "must be in [0, 1)"),
         "lr": (lambda v: isinstance(v, numbers.Real) and v > 0, "must be a positive number"),
-        "batch_size": (_is_positive_int, "must be a positive integer"),
+        # One case per batch would leave BatchNorm without statistics and data parallelism without a
+        # case per process: such batches are skipped, so batch_size=1 would train nothing.
+        "batch_size": (lambda v: _is_positive_int(v) and v >= 2, "must be an integer >= 2"),
         "max_epochs": (_is_positive_int, "must be a positive integer"),
         "validation_fraction": (lambda v: isinstance(v, numbers.Real) and 0 <= v < 1, "must be in [0, 1)"),
         "patience": (lambda v: v is None or _is_positive_int(v), "must be a positive integer or None"),

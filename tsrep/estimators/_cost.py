@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from tsrep.nn.patching import front_end
+from tsrep.nn.patching import AUTO, front_end
 
 MIXED_PRECISIONS = {None: None, "bf16": torch.bfloat16}
 
@@ -20,6 +20,12 @@ def validate_cost_options(est) -> None:
             raise ValueError(f"{name} must be a bool, got {getattr(est, name)!r}")
     if est.mixed_precision not in MIXED_PRECISIONS:
         raise ValueError(f"mixed_precision must be one of {tuple(MIXED_PRECISIONS)}, got {est.mixed_precision!r}")
+    if est.patch_len == AUTO:
+        if est.patch_stride is not None:
+            raise ValueError(
+                f"patch_stride={est.patch_stride!r} needs an explicit patch_len; patch_len='auto' chooses both"
+            )
+        return  # "auto" gives one token per step with pretraining (tsrep.nn.patching.resolve_front_end)
     if front_end(est.patch_len, est.patch_stride, est.downsample) is None:
         return
     option = "downsample" if est.downsample is not None else "patch_len"

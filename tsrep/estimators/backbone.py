@@ -28,6 +28,7 @@ from tsrep.backbones.resnet import ResNetEncoder
 from tsrep.backbones.transformer import TSTEncoder
 from tsrep.estimators._base import EADCTransformerMixin
 from tsrep.estimators._common import TRAINING_PARAMS, resolve_device, validate_training_params
+from tsrep.estimators._recipe import validate_recipe
 from tsrep.estimators.classifier import EADCTransformerClassifier
 from tsrep.estimators.regressor import EADCTransformerRegressor
 from tsrep.nn.norm import NORMS
@@ -69,9 +70,10 @@ class _BackboneMixin:
     dim_feedforward : int or None, default=None
         Transformer FFN width (None: 4 * d_model).
     dropout : float, default=0.1
-    pooling, scaling, lr, batch_size, max_epochs, validation_fraction, patience, optimizer,
-    optimizer_kwargs, grad_clip, device, random_state, verbose :
-        As EADCTransformerClassifier.
+    pooling, scaling, lr, batch_size, max_epochs, min_steps, validation_fraction, patience, optimizer,
+    optimizer_kwargs, weight_decay, lr_schedule, label_smoothing, class_weight, grad_clip, n_estimators,
+    n_jobs, device, random_state, verbose :
+        As EADCTransformerClassifier: the baselines train with the same recipe.
     norm : {None, "layer", "batch"}, default=None
         Normalisation of ResNet and the transformer (None: BatchNorm for ResNet, LayerNorm for the
         transformer); both are padding-aware. LSTM, GRU and the dilated conv have none.
@@ -87,6 +89,9 @@ class _BackboneMixin:
     masking = "geometric"
     freeze_encoder = False
     pretrained_encoder = None
+    patch_len = None
+    patch_stride = None
+    downsample = None
 
     def __init__(
         self,
@@ -103,11 +108,18 @@ class _BackboneMixin:
         lr=1e-3,
         batch_size=64,
         max_epochs=100,
-        validation_fraction=0.2,
+        min_steps=800,
+        validation_fraction="auto",
         patience=20,
-        optimizer="radam",
+        optimizer="adamw",
         optimizer_kwargs=None,
+        weight_decay=0.01,
+        lr_schedule="onecycle",
+        label_smoothing=0.0,
+        class_weight=None,
         grad_clip=4.0,
+        n_estimators=1,
+        n_jobs=None,
         device="auto",
         random_state=None,
         verbose=False,
@@ -125,11 +137,18 @@ class _BackboneMixin:
         self.lr = lr
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.min_steps = min_steps
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.optimizer = optimizer
         self.optimizer_kwargs = optimizer_kwargs
+        self.weight_decay = weight_decay
+        self.lr_schedule = lr_schedule
+        self.label_smoothing = label_smoothing
+        self.class_weight = class_weight
         self.grad_clip = grad_clip
+        self.n_estimators = n_estimators
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -155,6 +174,7 @@ class _BackboneMixin:
         if self.norm is not None and self.norm not in NORMS:
             raise ValueError(f"norm must be None or one of {NORMS}, got {self.norm!r}")
         validate_training_params(self, ("dropout",) + TRAINING_PARAMS)
+        validate_recipe(self)
         return resolve_device(self.device)
 
     def _build_model(self, n_outputs: int) -> SeriesModel:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from aeon.classification.base import BaseClassifier
 
 from tsrep.estimators._base import AEON_TAGS, EADCTransformerMixin
+from tsrep.estimators._ensemble import mean_of
+from tsrep.estimators._recipe import case_weights, class_weights, classification_loss
 from tsrep.training.loop import accuracy_score_fn
 
 
@@ -25,6 +26,9 @@ class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
     n_parameters_ : int, trainable parameters of the network (what runs, nothing else)
     history_ : tsrep.training.History, per-epoch losses and validation scores
     best_epoch_ : int, epoch whose weights were kept
+    validation_fraction_ : float, the share of TRAIN held out (validation_fraction="auto" resolved)
+    patch_len_, patch_stride_ : int or None, the token front end used (patch_len="auto" resolved)
+    estimators_ : list of fitted single-model classifiers when n_estimators > 1, else None
     """
     )
 
@@ -32,12 +36,20 @@ class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
     _task = "classification"
 
     def _fit(self, X, y):
-        targets = torch.as_tensor(np.array([self._class_dictionary[v] for v in y]), dtype=torch.long)
+        is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
+        if is_ensemble:
+            return self
+        index = np.array([self._class_dictionary[v] for v in y])
+        weights = case_weights(sample_weight, class_weights(self.class_weight, self.classes_, index), index)
+        targets = torch.as_tensor(index, dtype=torch.long)
+        loss = classification_loss(float(self.label_smoothing))
         return self._train(
-            X, targets, self.n_classes_, F.cross_entropy, accuracy_score_fn, stratify_on=targets.numpy()
+            X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
         )
 
     def _predict_proba(self, X) -> np.ndarray:
+        if self.estimators_:
+            return mean_of([m.predict_proba(X) for m in self.estimators_])
         return torch.softmax(self._outputs(X), dim=1).double().numpy()
 
     def _predict(self, X) -> np.ndarray:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from aeon.regression.base import BaseRegressor
 
 from tsrep.estimators._base import AEON_TAGS, EADCTransformerMixin
+from tsrep.estimators._ensemble import mean_of
+from tsrep.estimators._recipe import case_weights, regression_loss
 
 
-def _mse(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return F.mse_loss(outputs.squeeze(-1), targets)
+def _negative_mse(outputs: torch.Tensor, targets: torch.Tensor) -> float:
+    return -float(regression_loss(outputs, targets))
 
 
 class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
@@ -44,13 +45,19 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
         return y
 
     def _fit(self, X, y):
+        is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
+        if is_ensemble:
+            return self
         y = np.asarray(y, dtype=np.float64)
         self.y_mean_ = float(y.mean())
         std = float(y.std())
         self.y_std_ = std if std > 1e-12 else 1.0
         targets = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
-        return self._train(X, targets, 1, _mse, lambda o, t: -float(_mse(o, t)))
+        weights = case_weights(sample_weight, None, None)
+        return self._train(X, targets, 1, regression_loss, _negative_mse, weights=weights)
 
     def _predict(self, X) -> np.ndarray:
+        if self.estimators_:
+            return mean_of([m.predict(X) for m in self.estimators_])
         out = self._outputs(X).squeeze(-1).double().numpy()
         return out * self.y_std_ + self.y_mean_

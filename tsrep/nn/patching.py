@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 PATCH_MODES = ("patch", "mean")
+AUTO = "auto"
 
 
 def n_tokens(length: int, stride: int) -> int:
@@ -105,3 +106,35 @@ def front_end(patch_len, patch_stride, downsample) -> Patching | None:
             raise ValueError(f"patch_stride={patch_stride!r} needs patch_len; set patch_len or leave patch_stride=None")
         return None
     return Patching(patch_len, patch_stride, "patch")
+
+
+#: patch_len="auto": series shorter than this keep one token per step ...
+AUTO_MIN_LENGTH = 32
+#: ... longer ones get overlapping patches of 2 S steps every S steps, S = max(AUTO_MIN_STRIDE,
+#: ceil(T / AUTO_MAX_TOKENS)): at least 4 steps per stride, at most about 64 tokens per series.
+AUTO_MIN_STRIDE = 4
+AUTO_MAX_TOKENS = 64
+
+
+def auto_patch(n_channels: int, max_len: int) -> tuple[int, int] | None:
+    """The token rule of ``patch_len="auto"``: (patch_len, stride), or None for one token per step.
+
+    Short series (fewer than AUTO_MIN_LENGTH steps, e.g. JapaneseVowels' 7-29) keep the paper's
+    per-step tokens; longer ones get half-overlapping patches whose stride grows with the length so
+    that a series gives at most about AUTO_MAX_TOKENS tokens: the N x N attention maps then stay
+    small whatever the length. `n_channels` does not enter: a patch token holds all channels.
+    """
+    if max_len < AUTO_MIN_LENGTH:
+        return None
+    stride = max(AUTO_MIN_STRIDE, math.ceil(max_len / AUTO_MAX_TOKENS))
+    return 2 * stride, stride
+
+
+def resolve_front_end(patch_len, patch_stride, downsample, n_channels: int, max_len: int, per_step_only=False):
+    """(patch_len, patch_stride) for the encoder: "auto" resolved by :func:`auto_patch` on the training data
+    (one token per step when `per_step_only`, e.g. for masked pretraining, or when downsample is set)."""
+    if patch_len != AUTO:
+        return patch_len, patch_stride
+    if per_step_only or downsample is not None:
+        return None, None
+    return auto_patch(n_channels, max_len) or (None, None)

@@ -1,4 +1,5 @@
-"""Supervised training with early stopping on a validation split carved from the training data."""
+"""Supervised training: a step budget, a learning-rate schedule and, with a validation split carved from
+the training data, selection of the best epoch and early stopping."""
 
 from __future__ import annotations
 
@@ -14,16 +15,27 @@ from tqdm.auto import tqdm
 from tsrep.training.deacon import with_deacon
 from tsrep.training.distributed import DataParallel
 from tsrep.training.optim import build_optimizer
+from tsrep.training.schedules import LRSchedule
 
 
 @dataclass
 class TrainConfig:
+    """Settings of :func:`train_supervised`.
+
+    The number of epochs is ``max_epochs``, raised where needed so that at least ``min_steps``
+    optimiser steps are taken (small data sets give few steps per epoch); early stopping on a
+    validation split may end it sooner.
+    """
+
     lr: float = 1e-3
     batch_size: int = 64
     max_epochs: int = 100
+    min_steps: int = 0
     patience: int | None = 20
     optimizer: object = "radam"
     optimizer_kwargs: dict | None = None
+    weight_decay: float = 0.0
+    lr_schedule: str = "none"
     grad_clip: float | None = 4.0
     verbose: bool = False
 
@@ -38,14 +50,20 @@ class History:
 
 @dataclass
 class SeriesBatchData:
-    """Padded series (n, T, C) float32, valid mask (n, T) bool, targets (n,) long or (n, k) float."""
+    """Padded series (n, T, C) float32, valid mask (n, T) bool, targets (n,) long or (n, k) float,
+    per-case loss weights (n,) float or None (all 1)."""
 
     values: torch.Tensor
     valid: torch.Tensor
     targets: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.values.shape[0]
+
+    def subset(self, index) -> "SeriesBatchData":
+        pick = lambda t: None if t is None else t[index]  # noqa: E731
+        return SeriesBatchData(self.values[index], self.valid[index], pick(self.targets), pick(self.weights))
 
     def batch(self, index: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         valid = self.valid[index]
@@ -56,6 +74,9 @@ class SeriesBatchData:
         targets = self.targets[index].to(device) if self.targets is not None else None
         mask = None if bool(valid.all()) else valid.to(device)
         return values, mask, targets
+
+    def batch_weights(self, index: torch.Tensor, device) -> torch.Tensor | None:
+        return None if self.weights is None else self.weights[index].to(device)
 
 
 def predict_outputs(
@@ -78,6 +99,12 @@ def predict_outputs(
             outs.append(model(values, mask).float().cpu())
     out = torch.cat(outs) if outs else torch.empty(0)
     return parallel.gather(out) if parallel is not None else out
+
+
+def n_batches(n: int, batch_size: int, min_size: int = 2) -> int:
+    """Batches per epoch that :func:`shuffled_batches` yields."""
+    full, rest = divmod(n, batch_size)
+    return full + (1 if rest and (rest >= min_size or n < min_size) else 0)
 
 
 def shuffled_batches(n: int, batch_size: int, generator: torch.Generator, min_size: int = 2):
@@ -122,47 +149,62 @@ def train_supervised(
 ) -> History:
     """Train `model` in place; with a validation set, restore the weights of the best epoch.
 
-    score_fn(outputs, targets) -> float, higher is better; ties are broken on validation loss.
-    on_epoch(epoch, val_score) is called after every epoch (for pruning by a tuner).
+    loss_fn(outputs, targets, weights) -> scalar loss; weights is the batch's slice of
+    ``train.weights`` (None when the data has none). score_fn(outputs, targets) -> float, higher is
+    better; ties are broken on validation loss. on_epoch(epoch, val_score) is called after every
+    validated epoch (for pruning by a tuner).
 
     Data-parallel under an initialised process group of several ranks (tsrep.training.distributed):
     each rank trains on its shard of every batch and the result equals one process's.
     """
     # PCA layers (DEACON head mixing) are trained by the DEACON rule, everything else by config.optimizer.
     optimizer = with_deacon(
-        model, lambda params: build_optimizer(config.optimizer, params, config.lr, config.optimizer_kwargs)
+        model,
+        lambda params: build_optimizer(
+            config.optimizer, params, config.lr, config.optimizer_kwargs, weight_decay=config.weight_decay
+        ),
     )
     history = History()
     best_key, best_state, waited = None, None, 0
     parallel = DataParallel(model, device)  # one process: the model itself, nothing more
     parallel.check_batch_size(config.batch_size)
     parallel.check_inputs(train.values, generator)  # before any other collective: a mismatch fails on every rank
+    steps_per_epoch = n_batches(len(train), config.batch_size, parallel.min_batch_size)
+    epochs = max(config.max_epochs, math.ceil(config.min_steps / max(steps_per_epoch, 1)))
+    schedule = LRSchedule(
+        config.lr_schedule, getattr(optimizer, "base", optimizer), epochs * steps_per_epoch, plateau_patience=max(1, (config.patience or 20) // 2)
+    )
     with parallel:
         show = config.verbose and parallel.is_main
-        bar = tqdm(range(config.max_epochs), disable=not show, desc="epochs", leave=False)
+        bar = tqdm(range(epochs), disable=not show, desc="epochs", leave=False)
         for epoch in bar:
             parallel.model.train()
             total, seen = 0.0, 0
             for index in shuffled_batches(len(train), config.batch_size, generator, parallel.min_batch_size):
                 shard = parallel.shard(index)  # one process: index itself
                 values, mask, targets = train.batch(shard, device)
+                weights = train.batch_weights(shard, device)
                 optimizer.zero_grad(set_to_none=True)
-                loss = parallel.weight_loss(loss_fn(parallel.model(values, mask), targets), len(shard), len(index))
+                outputs = parallel.model(values, mask)
+                loss = parallel.weight_loss(loss_fn(outputs, targets, weights), len(shard), len(index))
                 batch_loss = parallel.batch_loss(loss)
                 backward_and_step(
                     model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr, batch_loss
                 )
+                schedule.after_step()
                 total += batch_loss.item() * len(index)
                 seen += len(index)
             history.train_loss.append(total / max(seen, 1))
             postfix = {"loss": f"{history.train_loss[-1]:.4f}"}
+            monitored = history.train_loss[-1]
             if val is not None and len(val):
                 out = predict_outputs(model, val, config.batch_size, device, parallel)
-                val_loss = float(loss_fn(out, val.targets))
+                val_loss = float(loss_fn(out, val.targets, None))
                 val_score = float(score_fn(out, val.targets))
                 history.val_loss.append(val_loss)
                 history.val_score.append(val_score)
                 postfix.update(val_loss=f"{val_loss:.4f}", val_score=f"{val_score:.4f}")
+                monitored = val_loss
                 key = (val_score, -val_loss)
                 if best_key is None or key > best_key:
                     best_key, best_state, waited = key, copy.deepcopy(model.state_dict()), 0
@@ -171,6 +213,7 @@ def train_supervised(
                     waited += 1
                 if on_epoch is not None:
                     on_epoch(epoch, val_score)
+            schedule.after_epoch(monitored)
             bar.set_postfix(postfix)
             if config.patience is not None and val is not None and waited >= config.patience:
                 break

@@ -31,10 +31,30 @@ def resolve_optimizer(name) -> type[torch.optim.Optimizer]:
     )
 
 
-def build_optimizer(name, params, lr: float, extra_kwargs: dict | None = None) -> torch.optim.Optimizer:
+def build_optimizer(
+    name, params, lr: float, extra_kwargs: dict | None = None, weight_decay: float = 0.0
+) -> torch.optim.Optimizer:
+    """The optimiser `name` over `params`; with weight_decay > 0, decay applies to weight matrices and
+    kernels only (parameters of 2 or more dimensions): biases and norm scales keep none.
+
+    Weight decay is decoupled from the gradient step (Loshchilov and Hutter, "Decoupled Weight Decay
+    Regularization", ICLR 2019) for AdamW and for RAdam (its ``decoupled_weight_decay`` option); other
+    optimisers get their own ``weight_decay`` argument.
+    """
     cls = resolve_optimizer(name)
     kwargs = {"lr": lr}
     if cls is torch.optim.RAdam:
         kwargs["betas"] = (0.9, 0.99)  # the paper's setting (Sec. 4.1)
+        if weight_decay:
+            kwargs["decoupled_weight_decay"] = True
     kwargs.update(extra_kwargs or {})
+    params = [p for p in params if p.requires_grad] if weight_decay else list(params)
+    if weight_decay:
+        params = [
+            {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+        ]
+        params = [group for group in params if group["params"]]
+    elif cls is torch.optim.AdamW:
+        kwargs.setdefault("weight_decay", 0.0)  # AdamW's own default is 0.01: weight_decay=0 means none
     return cls(params, **kwargs)

@@ -1,0 +1,205 @@
+"""The training recipe: step budget, learning-rate schedules, the "auto" validation rule, class and
+sample weights, label smoothing, seed ensembles, the automatic token rule, and their bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
+from tsrep.estimators._recipe import (
+    AUTO_MIN_VALIDATION_CASES,
+    case_weights,
+    class_weights,
+    classification_loss,
+    resolve_validation_fraction,
+)
+from tsrep.models import get_model
+from tsrep.nn.patching import auto_patch
+from tsrep.training.schedules import LRSchedule
+
+TINY = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, batch_size=8, max_epochs=2, min_steps=0, random_state=0)
+
+
+def _toy(n=20, t=24, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.array(["a", "b"] * (n // 2))
+    X = rng.normal(size=(n, 1, t))
+    X[y == "b", 0, : t // 2] += 2.0  # learnable: class b is shifted in its first half
+    return X, y
+
+
+def test_auto_validation_takes_no_split_on_a_small_training_set():
+    assert resolve_validation_fraction("auto", 20) == 0.0
+    assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES - 5) == 0.0
+    assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES) == pytest.approx(0.2)
+    assert resolve_validation_fraction(0.3, 20) == pytest.approx(0.3)
+    X, y = _toy(20)
+    clf = EADCTransformerClassifier(**TINY).fit(X, y)
+    assert clf.validation_fraction_ == 0.0
+    assert clf.history_.val_score == [] and clf.best_epoch_ == clf.n_epochs_ - 1
+
+
+def test_min_steps_raises_the_number_of_epochs():
+    X, y = _toy(20)
+    # 20 cases in batches of 8: 3 steps per epoch (the trailing 4 cases form a batch), 30 steps -> 10 epochs.
+    clf = EADCTransformerClassifier(**{**TINY, "min_steps": 30, "max_epochs": 1}).fit(X, y)
+    assert clf.n_epochs_ == math.ceil(30 / 3)
+    clf = EADCTransformerClassifier(**{**TINY, "min_steps": 0, "max_epochs": 4}).fit(X, y)
+    assert clf.n_epochs_ == 4
+
+
+@pytest.mark.parametrize("name", ["onecycle", "cosine"])
+def test_per_step_schedules_warm_up_peak_and_anneal(name):
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([param], lr=1e-2)
+    schedule = LRSchedule(name, opt, total_steps=100)
+    lrs = []
+    for _ in range(100):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.after_step()
+    peak = int(np.argmax(lrs))
+    assert lrs[0] < 0.5e-2 and max(lrs) == pytest.approx(1e-2, rel=1e-3)
+    assert 0 < peak < 40 and lrs[-1] < 1e-4
+    assert all(a >= b - 1e-12 for a, b in zip(lrs[peak:], lrs[peak + 1 :]))  # never rises after the peak
+
+
+def test_plateau_schedule_halves_the_lr_when_the_loss_stalls():
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([param], lr=1e-2)
+    schedule = LRSchedule("plateau", opt, total_steps=10, plateau_patience=2)
+    for loss in [1.0, 0.9, 0.9, 0.9, 0.9]:
+        schedule.after_epoch(loss)
+    assert opt.param_groups[0]["lr"] == pytest.approx(5e-3)
+
+
+def test_balanced_class_weight_weights_the_loss_as_documented():
+    classes = np.array(["a", "b", "c"])
+    index = np.array([0, 0, 0, 0, 0, 0, 1, 1, 2, 2])  # 6 / 2 / 2 cases
+    per_class = class_weights("balanced", classes, index)
+    # scikit-learn's rule: n_cases / (n_classes * count)
+    np.testing.assert_allclose(per_class, [10 / 18, 10 / 6, 10 / 6])
+    weights = case_weights(None, per_class, index)
+    assert float(weights.mean()) == pytest.approx(1.0)  # scaled to mean 1: the lr keeps its meaning
+    # Each class then carries the same share of the loss.
+    shares = [float(weights[index == k].sum()) for k in range(3)]
+    np.testing.assert_allclose(shares, [10 / 3] * 3, rtol=1e-6)
+    logits = torch.randn(10, 3, generator=torch.Generator().manual_seed(0))
+    targets = torch.as_tensor(index)
+    got = classification_loss(0.0)(logits, targets, weights)
+    per_case = F.cross_entropy(logits, targets, reduction="none")
+    assert float(got) == pytest.approx(float((per_case * weights).sum() / 10), rel=1e-6)
+    # A dict names classes; unnamed classes weigh 1.
+    np.testing.assert_allclose(class_weights({"c": 3.0}, classes, index), [1.0, 1.0, 3.0])
+
+
+def test_label_smoothing_is_torch_cross_entropy_with_smoothing():
+    logits = torch.randn(6, 4, generator=torch.Generator().manual_seed(1))
+    targets = torch.tensor([0, 1, 2, 3, 0, 1])
+    expected = F.cross_entropy(logits, targets, label_smoothing=0.1)
+    assert float(classification_loss(0.1)(logits, targets, None)) == pytest.approx(float(expected), rel=1e-6)
+
+
+def test_uniform_sample_weights_change_nothing_and_weights_reach_the_loss():
+    X, y = _toy(20)
+    plain = EADCTransformerClassifier(**TINY).fit(X, y).predict_proba(X)
+    scaled = EADCTransformerClassifier(**TINY).fit(X, y, sample_weight=np.full(20, 3.0)).predict_proba(X)
+    np.testing.assert_allclose(plain, scaled, atol=1e-6)
+    same = EADCTransformerClassifier(**TINY, class_weight={"a": 2.0, "b": 2.0}).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(plain, same, atol=1e-6)
+    weights = np.where(y == "a", 5.0, 0.2)
+    weighted = EADCTransformerClassifier(**TINY).fit(X, y, sample_weight=weights).predict_proba(X)
+    assert not np.allclose(plain, weighted, atol=1e-4)
+    # Up-weighting class a moves probability towards it.
+    assert weighted[:, 0].mean() > plain[:, 0].mean()
+
+
+def test_ensemble_of_two_averages_its_members_exactly():
+    X, y = _toy(20)
+    ens = EADCTransformerClassifier(**TINY, n_estimators=2).fit(X, y)
+    assert len(ens.estimators_) == 2
+    probas = [m.predict_proba(X) for m in ens.estimators_]
+    assert not np.allclose(probas[0], probas[1])  # members differ in seed
+    np.testing.assert_array_equal(ens.predict_proba(X), (probas[0] + probas[1]) / 2)
+    assert ens.n_parameters_ == sum(m.n_parameters_ for m in ens.estimators_)
+    # The same random_state gives the same members; n_jobs=2 fits them in parallel to the same result.
+    again = EADCTransformerClassifier(**TINY, n_estimators=2, n_jobs=2).fit(X, y)
+    np.testing.assert_allclose(again.predict_proba(X), ens.predict_proba(X), atol=1e-6)
+
+
+def test_regression_ensemble_averages_predictions():
+    X, _ = _toy(20)
+    y = X[:, 0, :12].mean(axis=1)
+    reg = EADCTransformerRegressor(**TINY, n_estimators=2).fit(X, y)
+    np.testing.assert_array_equal(reg.predict(X), np.mean([m.predict(X) for m in reg.estimators_], axis=0))
+
+
+def test_auto_tokens_rule():
+    assert auto_patch(12, 29) is None  # JapaneseVowels: the paper's per-step tokens
+    assert auto_patch(1, 24) is None  # ItalyPowerDemand
+    assert auto_patch(1, 150) == (8, 4)  # GunPoint: 37 tokens
+    patch_len, stride = auto_patch(1, 2000)
+    assert patch_len == 2 * stride and math.ceil(2000 / stride) <= 64
+    X, y = _toy(20, t=40)
+    clf = EADCTransformerClassifier(**TINY).fit(X, y)
+    assert (clf.patch_len_, clf.patch_stride_) == (8, 4)
+    per_step = EADCTransformerClassifier(**TINY, patch_len=None).fit(X, y)
+    assert per_step.patch_len_ is None and per_step.module_.encoder.patching is None
+    assert clf.module_.encoder.patching.stride == 4
+
+
+def test_baselines_train_with_the_same_recipe():
+    X, y = _toy(20)
+    resnet = get_model("resnet", "classification", d_model=8, n_blocks=1, batch_size=8, max_epochs=1,
+                       min_steps=9, random_state=0).fit(X, y)
+    assert resnet.n_epochs_ == 3 and resnet.validation_fraction_ == 0.0
+    assert resnet.get_params()["lr_schedule"] == "onecycle"
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_estimators": 0}, "n_estimators"),
+        ({"lr_schedule": "triangular"}, "lr_schedule"),
+        ({"label_smoothing": 1.0}, "label_smoothing"),
+        ({"label_smoothing": -0.1}, "label_smoothing"),
+        ({"class_weight": {"zebra": 2.0}}, "class_weight names class 'zebra'"),
+        ({"class_weight": "balance"}, "class_weight"),
+        ({"validation_fraction": "sometimes"}, "validation_fraction"),
+        ({"weight_decay": -1.0}, "weight_decay"),
+        ({"min_steps": -5}, "min_steps"),
+        ({"batch_size": 1}, "batch_size must be an integer >= 2"),
+        ({"n_jobs": 0}, "n_jobs"),
+    ],
+)
+def test_bad_recipe_parameters_are_named(params, match):
+    X, y = _toy(20)
+    with pytest.raises(ValueError, match=match):
+        EADCTransformerClassifier(**{**TINY, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        (-np.ones(20), "sample_weight must be >= 0"),
+        (np.r_[np.nan, np.ones(19)], "NaN"),
+        (np.ones(7), "one weight per case"),
+        (np.zeros(20), "sums to 0"),
+    ],
+)
+def test_bad_sample_weight_is_named(weights, match):
+    X, y = _toy(20)
+    with pytest.raises(ValueError, match=match):
+        EADCTransformerClassifier(**TINY).fit(X, y, sample_weight=weights)
+
+
+def test_regressor_refuses_classification_only_options():
+    X, _ = _toy(20)
+    y = X[:, 0, 0]
+    with pytest.raises(ValueError, match="label_smoothing applies to classification only"):
+        EADCTransformerRegressor(**TINY, label_smoothing=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="class_weight applies to classification only"):
+        EADCTransformerRegressor(**TINY, class_weight="balanced").fit(X, y)
