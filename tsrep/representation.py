@@ -125,8 +125,11 @@ class TSRepEncoder(BaseCollectionTransformer):
     lr, batch_size, optimizer, optimizer_kwargs, grad_clip, device, random_state, verbose :
         As EADCTransformerClassifier.
     checkpoint : path or None, default=None
-        Resumable pretraining state, written after every epoch; a fit that finds the file (same
-        configuration and data shape) resumes after its last finished epoch.
+        Resumable pretraining state, written after every epoch; a fit that finds the file resumes
+        after its last finished epoch. The file records a hash of the training data and every
+        parameter but verbose, device, checkpoint and pretrain_epochs: a fit on other data or with
+        other parameters raises ValueError naming what differs, and leaves the file alone, as does
+        a fit with fewer pretrain_epochs than the file already holds (a larger budget continues it).
 
     Attributes
     ----------
@@ -233,6 +236,16 @@ class TSRepEncoder(BaseCollectionTransformer):
             mask_mean_length=float(self.mask_mean_length), masking=self.masking, verbose=self.verbose,
         )
 
+    def _checkpoint_settings(self, seed: int) -> dict:
+        """The parameters a pretraining checkpoint must agree on to be resumed: all but where it
+        runs (device), what it prints (verbose), the file itself, and the epoch budget (it may grow)."""
+        settings = self.get_params(deep=False)
+        for name in ("verbose", "device", "checkpoint", "pretrain_epochs"):
+            settings.pop(name)
+        if not (settings["random_state"] is None or isinstance(settings["random_state"], numbers.Integral)):
+            settings["random_state"] = seed  # a RandomState object: the seed it gave
+        return settings
+
     def _fit(self, X, y=None):
         device = self._validate()
         seed = seed_from(self.random_state)
@@ -257,7 +270,7 @@ class TSRepEncoder(BaseCollectionTransformer):
             generator = torch.Generator().manual_seed(seed)
             self.loss_history_ = pretrain_masked(
                 model, data, self._pretrain_config(), device, generator,
-                checkpoint=self.checkpoint, model_fingerprint=json.dumps(self.config_, sort_keys=True),
+                checkpoint=self.checkpoint, settings=self._checkpoint_settings(seed),
             )
         self.encoder_ = model.encoder.eval()
         self.reconstruction_head_ = model.reconstruct

@@ -31,19 +31,25 @@ training loops run exactly as before.
 from __future__ import annotations
 
 import atexit
+import datetime
 import hashlib
 import inspect
 import os
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+from tsrep._io import atomic_torch_save
 from tsrep.nn.deacon import PCALayer
 from tsrep.nn.norm import MaskedBatchNorm1d
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+RENDEZVOUS_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+#: Seconds init_process_group waits for every rank (and, as torch applies it to the whole process
+#: group, for each collective operation), unless the environment variable below says otherwise.
+TIMEOUT_VARIABLE = "TSREP_DIST_TIMEOUT"
+DEFAULT_TIMEOUT_S = 300.0
 # DDP's switch for "sync buffers at construction, not before every forward": renamed in recent torch.
 _NO_BUFFER_SYNC = (
     {"forward_sync_buffers": False}
@@ -63,9 +69,45 @@ def backend_for(device) -> str:
     return "nccl" if torch.device(device).type == "cuda" else "gloo"
 
 
-def init_distributed(device="cpu", backend: str | None = None) -> None:
+def distributed_timeout() -> datetime.timedelta:
+    """How long forming the process group may take: $TSREP_DIST_TIMEOUT seconds, default 300.
+
+    Torch applies the same limit to every collective operation of the group, so a run whose ranks
+    legitimately drift apart for longer (one rank alone evaluating for many minutes) should raise it.
+    """
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return datetime.timedelta(seconds=DEFAULT_TIMEOUT_S)
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"environment variable {TIMEOUT_VARIABLE} must be a positive number of seconds, got {text!r}")
+    return datetime.timedelta(seconds=seconds)
+
+
+def _rendezvous_failure(exc: BaseException, timeout: datetime.timedelta) -> RuntimeError:
+    shown = ", ".join(f"{name}={os.environ[name]}" for name in RENDEZVOUS_VARIABLES if name in os.environ)
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return RuntimeError(
+        f"tsrep started data-parallel training because the environment holds {shown}, but the process "
+        f"group of {os.environ.get('WORLD_SIZE', '?')} processes could not be formed (waited up to "
+        f"{timeout.total_seconds():g} s; {type(exc).__name__}: {detail}). Every rank must call fit: start every process, e.g. with "
+        "`torchrun --nproc_per_node=N script.py`, and let each of them call fit, not rank 0 alone. If this "
+        "process is not one of several, these variables were left over from another launch: unset them "
+        f"(`unset {' '.join(RENDEZVOUS_VARIABLES)}` in the shell, or os.environ.pop(name) for each before fit). "
+        f"To wait longer for slow ranks, set {TIMEOUT_VARIABLE} (seconds)."
+    )
+
+
+def init_distributed(device="cpu", backend: str | None = None, timeout: datetime.timedelta | None = None) -> None:
     """Initialise the default process group from the launcher's environment (RANK, WORLD_SIZE,
-    MASTER_ADDR, MASTER_PORT), with `backend` or the one suited to `device`. Nothing if it exists."""
+    MASTER_ADDR, MASTER_PORT), with `backend` or the one suited to `device`. Nothing if it exists.
+
+    timeout: how long to wait for the other ranks (default :func:`distributed_timeout`); a rank
+    that waits longer, or cannot reach the others, raises RuntimeError naming the variables that
+    started data parallelism instead of waiting forever."""
     if not dist.is_available():
         raise RuntimeError("this torch build has no torch.distributed; data-parallel training needs it")
     if dist.is_initialized():
@@ -76,10 +118,15 @@ def init_distributed(device="cpu", backend: str | None = None) -> None:
             f"init_distributed reads the process group from the environment, but {', '.join(missing)} "
             "is not set; launch with `torchrun --nproc_per_node=N script.py`"
         )
+    timeout = distributed_timeout() if timeout is None else timeout
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.set_device(device_for_rank(device))  # nccl needs each rank on its own GPU first
-    dist.init_process_group(backend=backend or backend_for(device))
+    try:
+        dist.init_process_group(backend=backend or backend_for(device), timeout=timeout)
+    except Exception as exc:  # DistStoreError, DistNetworkError, ...: a rank missing or unreachable
+        _destroy_if_initialized()
+        raise _rendezvous_failure(exc, timeout) from exc
     # Destroying the group at exit spares the user torch's "process group was not destroyed" warning.
     atexit.register(_destroy_if_initialized)
 
@@ -201,11 +248,11 @@ def print_on_main(*args, **kwargs) -> None:
 
 
 def save_on_main(obj, path) -> None:
-    """torch.save from rank 0 only, then every rank waits until the file is written (so any rank may
-    read it next). Ranks hold the same weights, so one copy is the model."""
+    """torch.save from rank 0 only, atomically (tsrep._io.atomic_torch_save), then every rank waits
+    until the file is written (so any rank may read it next). Ranks hold the same weights, so one
+    copy is the model."""
     if is_main_process():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        torch.save(obj, path)
+        atomic_torch_save(obj, path)
     if is_distributed():
         dist.barrier()
 

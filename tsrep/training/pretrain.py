@@ -3,14 +3,16 @@
 Every epoch shuffles the cases and draws a fresh mask for every batch (tsrep.training.masking); the
 loss is the MSE over masked, non-padded entries (Eq. 8). With ``checkpoint`` set, the loop writes
 its whole state (weights, optimizer, RNG, losses, epoch) after every epoch, atomically, and a later
-call with the same path and configuration resumes after the last finished epoch. The file holds
-only tensors, numbers and strings and is read with ``torch.load(weights_only=True)``.
+call with the same path, data and settings resumes after the last finished epoch. The state records
+a hash of the training data and every setting that changes the result, so a call on other data or
+with other settings is refused instead of silently continuing someone else's training. The file
+holds only tensors, numbers and strings and is read with ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -18,13 +20,17 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
+from tsrep._io import atomic_torch_save
 from tsrep.training.deacon import with_deacon
 from tsrep.training.distributed import is_main_process
 from tsrep.training.loop import SeriesBatchData, backward_and_step, shuffled_batches
 from tsrep.training.masking import apply_mask, make_mask, masked_mse
 from tsrep.training.optim import build_optimizer
 
-STATE_FORMAT = "tsrep-pretrain-state/1"
+STATE_FORMAT = "tsrep-pretrain-state/2"
+# Version 1 recorded the data's shape but not its values: it cannot be checked against the data.
+_UNCHECKABLE_FORMATS = ("tsrep-pretrain-state/1",)
 
 
 @dataclass
@@ -40,13 +46,12 @@ class PretrainConfig:
     masking: str = "geometric"
     verbose: bool = False
 
-    def fingerprint(self) -> str:
+    def settings(self) -> dict:
         """What must agree for a checkpoint to be resumed (the epoch budget may grow)."""
         d = asdict(self)
         d.pop("epochs")
         d.pop("verbose")
-        d["optimizer"] = d["optimizer"] if isinstance(d["optimizer"], str) else getattr(d["optimizer"], "__name__", "?")
-        return json.dumps(d, sort_keys=True, default=str)
+        return d
 
 
 def load_safely(path) -> dict:
@@ -64,16 +69,54 @@ def load_safely(path) -> dict:
 
 
 def save_atomically(obj, path) -> None:
-    """torch.save through a temporary file and a rename, so an interrupted save never leaves a broken
-    file behind. Under data parallelism only rank 0 writes (every rank holds the same weights, and
-    several ranks writing one file would corrupt it); no barrier, so a caller may save from rank 0 alone."""
+    """torch.save through a temporary file of its own and a rename (tsrep._io.atomic_torch_save), so
+    neither an interrupted save nor several processes saving to one path leave a broken file. Under
+    data parallelism only rank 0 writes (every rank holds the same weights, and several ranks writing
+    one file would corrupt it); no barrier, so a caller may save from rank 0 alone."""
     if not is_main_process():
         return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    atomic_torch_save(obj, path)
+
+
+def _check_resumable(state, checkpoint, fingerprint: dict, epochs: int) -> None:
+    """Raise ValueError unless `state` is a pretraining state of this data and these settings that
+    `epochs` epochs can continue."""
+    where = f"the checkpoint at {str(checkpoint)!r}"
+    fmt = state.get("format") if isinstance(state, dict) else None
+    if fmt in _UNCHECKABLE_FORMATS:
+        raise ValueError(
+            f"{where} was written by an older tsrep that did not record its training data, so it cannot be "
+            "checked against this data; delete it or use another checkpoint path"
+        )
+    if fmt != STATE_FORMAT:
+        raise ValueError(f"{where} is not a tsrep pretraining state (format {STATE_FORMAT!r} expected)")
+    try:
+        stored = json.loads(state["fingerprint"])
+        stored["data"], stored["settings"], int(state["epoch"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{where} is incomplete or corrupt (no valid record of its data and settings: {exc!r})"
+        ) from exc
+    problems = []
+    if stored["data"] != fingerprint["data"]:
+        problems.append(
+            f"the training data differ (stored {stored['data'][:19]}..., now {fingerprint['data'][:19]}...)"
+        )
+    differ = differing_settings(stored["settings"], fingerprint["settings"])
+    if differ:
+        problems.append("settings differ: " + "; ".join(differ))
+    if problems:
+        raise ValueError(
+            f"{where} was written for other data/settings, so it cannot be resumed: {'; '.join(problems)}. "
+            "It was left as it is; delete it or use another checkpoint path for this fit"
+        )
+    done = int(state["epoch"])
+    if done > epochs:
+        raise ValueError(
+            f"{where} already holds {done} epochs of pretraining, more than the {epochs} asked for "
+            f"(pretrain_epochs={epochs}); ask for {done} or more epochs to resume it, or delete it (or use "
+            f"another checkpoint path) to pretrain {epochs} epochs from the start"
+        )
 
 
 def pretrain_masked(
@@ -83,29 +126,30 @@ def pretrain_masked(
     device,
     generator: torch.Generator,
     checkpoint=None,
-    model_fingerprint: str = "",
+    settings: Mapping | None = None,
 ) -> list[float]:
     """Train `model` (x, valid) -> (B, T, C) in place by masked reconstruction; returns per-epoch losses.
 
-    checkpoint: path of the resumable training state (None: none written). model_fingerprint is
-    stored with it and must match on resume (it should describe the architecture and data shape).
+    checkpoint: path of the resumable training state (None: none written). It records a hash of
+    `data` (padded values and masks) and the settings: `config` (but its epochs) and `settings`
+    (the caller's parameters that change the result, e.g. the architecture and random seed). A
+    checkpoint with another record, or with more epochs than ``config.epochs``, is a ValueError and
+    is left untouched.
     """
     optimizer = with_deacon(
         model, lambda params: build_optimizer(config.optimizer, params, config.lr, config.optimizer_kwargs)
     )
     losses: list[float] = []
     start_epoch = 0
-    fingerprint = json.dumps({"config": config.fingerprint(), "model": model_fingerprint}, sort_keys=True)
+    fingerprint = None
+    if checkpoint is not None:
+        fingerprint = {
+            "data": data_fingerprint(data.values, data.valid),
+            "settings": describe_settings({**config.settings(), **(settings or {})}),
+        }
     if checkpoint is not None and Path(checkpoint).exists():
         state = load_safely(checkpoint)
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-            raise ValueError(f"checkpoint {str(checkpoint)!r} is not a tsrep pretraining state")
-        if state["fingerprint"] != fingerprint:
-            raise ValueError(
-                f"checkpoint {str(checkpoint)!r} was written by a different configuration or data shape; "
-                "delete it or use another path.\n"
-                f"  stored:  {state['fingerprint']}\n  current: {fingerprint}"
-            )
+        _check_resumable(state, checkpoint, fingerprint, config.epochs)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
@@ -136,7 +180,7 @@ def pretrain_masked(
             save_atomically(
                 {
                     "format": STATE_FORMAT,
-                    "fingerprint": fingerprint,
+                    "fingerprint": json.dumps(fingerprint, sort_keys=True),
                     "epoch": epoch + 1,
                     "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                     "optimizer": optimizer.state_dict(),

@@ -9,7 +9,7 @@ from tsrep.tuning.space import (
     SearchSpaceError,
 )
 from tsrep.tuning.storage import StorageError, default_storage_url, resolve_storage
-from tsrep.tuning.tune import TuneResult, default_pruner, tune
+from tsrep.tuning.tune import StudyMismatchError, TuneResult, default_pruner, tune
 
 __all__ = [
     "PAPER_SEARCH_SPACE",
@@ -18,6 +18,7 @@ __all__ = [
     "SearchSpace",
     "SearchSpaceError",
     "StorageError",
+    "StudyMismatchError",
     "TSRepSearchCV",
     "TuneResult",
     "default_pruner",

@@ -245,11 +245,12 @@ def main(argv=None) -> int:
     from tsrep.tuning.config import ConfigError
     from tsrep.tuning.space import SearchSpaceError
     from tsrep.tuning.storage import StorageError
+    from tsrep.tuning.tune import StudyMismatchError
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # our per-trial lines replace Optuna's
     try:
         return run(args)
-    except (CLIError, SearchSpaceError, StorageError, ConfigError) as e:
+    except (CLIError, SearchSpaceError, StorageError, ConfigError, StudyMismatchError) as e:
         print(f"tsrep-tune: error: {e}", file=sys.stderr)
         return 2
 

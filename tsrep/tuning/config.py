@@ -2,7 +2,8 @@
 
 Format::
 
-    model: EADCTransformerClassifier      # a class of tsrep.estimators (or "module:Class")
+    model: EADCTransformerClassifier      # a tsrep estimator class, or a model name of tsrep.models
+    task: classification                  # with a model name only: classification or regression
     params:                               # keyword arguments of its constructor
       alpha: 0.3
       beta: 0.7
@@ -16,49 +17,105 @@ Format::
       best_value: 0.98
       ...
 
-``load_config`` reads ``model`` and ``params`` and ignores the other keys. ``save_config`` writes
-every constructor parameter of the estimator, so the file alone rebuilds it.
+``load_config`` reads ``model``, ``task`` and ``params`` and ignores the other keys. ``save_config``
+writes every constructor parameter of the estimator, so the file alone rebuilds it.
+
+A configuration file is data, never code: it is parsed with ``yaml.safe_load`` and ``model`` is
+looked up in tsrep's own lists (:data:`MODEL_CLASSES` and the model names of :mod:`tsrep.models`);
+nothing is imported by name, so a shared file cannot make ``load_config`` run other code.
+Files of older tsrep versions that name a class as ``"tsrep.module:ClassName"`` still load when that
+class is one of :data:`MODEL_CLASSES`.
 """
 
 from __future__ import annotations
 
 import datetime
 import difflib
-import importlib
 import inspect
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
+
+from tsrep._io import atomic_write
+from tsrep.estimators import (
+    BackboneClassifier,
+    BackboneRegressor,
+    EADCTransformerClassifier,
+    EADCTransformerRegressor,
+)
+from tsrep.models import TASKS, get_model, model_class, resolve_name
+from tsrep.models import MODELS as MODEL_NAMES
+from tsrep.representation import TSRepEncoder
+
+#: The allow-list: the estimator classes a configuration's ``model`` may name, by class name.
+MODEL_CLASSES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier, BackboneRegressor, TSRepEncoder
+    )
+}
+# Modules that export the allow-listed classes, as older files may spell them ("tsrep.estimators:Class").
+_EXPORTING_MODULES = ("tsrep", "tsrep.estimators")
 
 
 class ConfigError(ValueError):
     """A configuration file that cannot be turned into an estimator."""
 
 
-def _registry() -> dict:
-    import tsrep.estimators as estimators
+def _accepted_names() -> str:
+    return (f"the estimator classes {', '.join(MODEL_CLASSES)}, or a model name of tsrep.models "
+            f"({', '.join(MODEL_NAMES)}) with 'task' set to {' or '.join(TASKS)}")
 
-    return {name: getattr(estimators, name) for name in estimators.__all__}
+
+def _legacy_class(name: str):
+    """The allow-listed class an older file's ``"tsrep.module:ClassName"`` names, or None.
+
+    Compared as text with the module that defines or exports the class: nothing is imported."""
+    module, _, attr = name.partition(":")
+    cls = MODEL_CLASSES.get(attr.strip())
+    if cls is not None and module.strip() in (cls.__module__, *_EXPORTING_MODULES):
+        return cls
+    return None
 
 
-def resolve_model(name: str):
-    """The estimator class for a config's ``model`` entry."""
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"'model' must be the name of an estimator class, got {name!r}")
-    registry = _registry()
-    if name in registry:
-        return registry[name]
+def _resolve(name, task) -> tuple[type, str | None]:
+    """(estimator class, tsrep.models name or None) of a config's ``model`` and ``task``."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"'model' must be the name of a tsrep estimator, got {name!r}; accepted: {_accepted_names()}")
+    if name in MODEL_CLASSES:
+        return MODEL_CLASSES[name], None
     if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as e:
-            raise ConfigError(f"cannot import model {name!r}: {e}") from e
-    close = difflib.get_close_matches(name, list(registry), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(f"unknown model {name!r}{hint}; known: {', '.join(registry)}, or 'module:Class'")
+        cls = _legacy_class(name)
+        if cls is None:
+            raise ConfigError(
+                f"model {name!r} is not a tsrep estimator: a configuration may name only tsrep's own "
+                f"estimators, never other code; accepted: {_accepted_names()}"
+            )
+        return cls, None
+    try:
+        registry_name = resolve_name(name)
+    except ValueError:
+        close = difflib.get_close_matches(name, list(MODEL_CLASSES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown model {name!r}{hint}; accepted: {_accepted_names()}") from None
+    if task not in TASKS:
+        raise ConfigError(
+            f"model {name!r} is a model name of tsrep.models: the config needs 'task' set to "
+            f"{' or '.join(TASKS)}, got {task!r}"
+        )
+    return model_class(registry_name, task), registry_name
+
+
+def resolve_model(name: str, task: str | None = None) -> type:
+    """The estimator class a config's ``model`` (and, for a model name, ``task``) names.
+
+    Accepted: a class of :data:`MODEL_CLASSES`; a model name of :mod:`tsrep.models` (``"gru"``,
+    ``"ea-dc-transformer"``, ...) with ``task`` "classification" or "regression"; and, for files of
+    older versions, ``"tsrep.module:ClassName"`` of those classes. Anything else is a ConfigError
+    listing the accepted names; nothing is ever imported by the name given.
+    """
+    return _resolve(name, task)[0]
 
 
 def _yaml_value(name, value):
@@ -79,8 +136,12 @@ def _yaml_value(name, value):
 def config_dict(estimator, **extra) -> dict:
     params = estimator.get_params(deep=False)
     cls = type(estimator)
-    name = cls.__name__ if cls.__name__ in _registry() else f"{cls.__module__}:{cls.__name__}"
-    out = {"model": name, "params": {k: _yaml_value(k, v) for k, v in params.items()}}
+    if MODEL_CLASSES.get(cls.__name__) is not cls:
+        raise ConfigError(
+            f"a {cls.__module__}.{cls.__qualname__} cannot be written to a config: load_config rebuilds only "
+            f"tsrep's estimators ({', '.join(MODEL_CLASSES)})"
+        )
+    out = {"model": cls.__name__, "params": {k: _yaml_value(k, v) for k, v in params.items()}}
     for key, value in extra.items():
         if value is not None:
             out[key] = _yaml_value(key, value)
@@ -89,15 +150,11 @@ def config_dict(estimator, **extra) -> dict:
 
 def save_config(estimator, path, **extra) -> Path:
     """Write ``estimator``'s class and constructor parameters (and ``extra`` top-level keys) as YAML."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     header = f"# tsrep model configuration, written {datetime.datetime.now().isoformat(timespec='seconds')}\n"
     header += "# load with: tsrep.tuning.load_config(path) -> estimator\n"
     text = header + yaml.safe_dump(config_dict(estimator, **extra), sort_keys=False)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # atomic: workers of one study may write the same file
-    return path
+    # Atomic, through a temporary file of its own: workers of one study may write the same file.
+    return atomic_write(path, lambda file: file.write(text.encode("utf-8")))
 
 
 def read_config(path) -> dict:
@@ -105,7 +162,7 @@ def read_config(path) -> dict:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text())  # plain data only: no YAML tags that build objects
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {e}") from e
     if not isinstance(data, Mapping) or "model" not in data:
@@ -119,7 +176,7 @@ def read_config(path) -> dict:
 def load_config(path, **overrides):
     """The (unfitted) estimator a config file describes; ``overrides`` replace parameters (e.g. device)."""
     data = read_config(path)
-    cls = resolve_model(data["model"])
+    cls, registry_name = _resolve(data["model"], data.get("task"))
     params = {**(data.get("params") or {}), **overrides}
     valid = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     unknown = [k for k in params if k not in valid]
@@ -129,4 +186,9 @@ def load_config(path, **overrides):
             for k in unknown
         ]
         raise ConfigError(f"config {str(path)!r}: unknown parameter(s) of {cls.__name__}: {', '.join(hints)}")
-    return cls(**params)
+    if registry_name is None:
+        return cls(**params)
+    try:  # the model's defining parameters (backbone="gru", alpha=0, ...) come with its name
+        return get_model(registry_name, data["task"], **params)
+    except ValueError as e:
+        raise ConfigError(f"config {str(path)!r}: {e}") from e

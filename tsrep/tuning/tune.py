@@ -19,6 +19,7 @@ from sklearn.model_selection import KFold, StratifiedKFold, check_cv, train_test
 from sklearn.utils import _safe_indexing
 from tqdm.auto import tqdm
 
+from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
 from tsrep.training.hooks import epoch_callback
 from tsrep.tuning.space import SearchSpace, adjust_params
 from tsrep.tuning.storage import fail_stale_trials, heartbeat_enabled, mask_url, resolve_storage
@@ -28,6 +29,10 @@ logger = logging.getLogger("tsrep.tuning")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 ALIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 DEFAULT_N_TRIALS = 20
+
+
+class StudyMismatchError(ValueError):
+    """A study reused with data or fixed settings other than those its trials were scored with."""
 
 
 class _BudgetReached(Exception):
@@ -152,6 +157,63 @@ def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_tria
     return objective
 
 
+# Estimator parameters that change where, how parallel or how loudly a fit runs, not its scores:
+# distributed workers of one study may differ in them.
+_NOT_IDENTITY = ("device", "n_jobs", "verbose")
+
+
+def study_identity(estimator, X, y, space: SearchSpace, cv, validation_size, random_state, scoring) -> dict:
+    """What a study's scores depend on besides the tuned parameters: the data and the fixed settings.
+
+    ``{"data": hash of X and y, "settings": {name: description}}`` where settings are the
+    estimator's class and every parameter outside the search space (its own value, or the space's
+    fixed value), plus how trials are scored (``tune.cv``, ``tune.validation_size``,
+    ``tune.random_state``, ``tune.scoring``). Stored with a new study; a reuse must match it.
+    """
+    settings = {**estimator.get_params(deep=False), **space.fixed}
+    for name in (*space.distributions, *_NOT_IDENTITY):
+        settings.pop(name, None)
+    settings["estimator"] = type(estimator)
+    settings["tune.cv"] = cv
+    if cv is None:
+        settings["tune.validation_size"] = validation_size
+    settings["tune.random_state"] = random_state
+    settings["tune.scoring"] = scoring
+    return {"data": data_fingerprint(X, y), "settings": describe_settings(settings)}
+
+
+def check_study_identity(study: optuna.Study, identity: dict, new: bool) -> None:
+    """Record `identity` in a new study; in a reused one, raise StudyMismatchError if it differs.
+
+    A study holds scores of one data set under one set of fixed settings: trials of another would
+    be compared (and, as duplicates, copied) as if they were alike."""
+    attrs = study.user_attrs
+    if new or "tsrep_data" not in attrs:
+        if not new:
+            logger.warning(
+                "study %r was created by a tsrep that did not record its data and fixed settings; "
+                "they are recorded now, from this call, and checked from the next call on", study.study_name,
+            )
+        study.set_user_attr("tsrep_data", identity["data"])
+        study.set_user_attr("tsrep_fixed_settings", identity["settings"])
+        return
+    problems = []
+    if attrs["tsrep_data"] != identity["data"]:
+        problems.append(
+            f"the data differ: X and y are not those its trials were scored on (stored {attrs['tsrep_data'][:19]}..., "
+            f"now {identity['data'][:19]}...)"
+        )
+    differ = differing_settings(attrs.get("tsrep_fixed_settings", {}), identity["settings"])
+    if differ:
+        problems.append("fixed settings differ: " + "; ".join(differ))
+    if problems:
+        raise StudyMismatchError(
+            f"study {study.study_name!r} exists for other data or settings, and its trials' scores would be "
+            f"compared with (and, for repeated parameters, copied into) this search: {'; '.join(problems)}. "
+            "Use another study_name for this data and these settings"
+        )
+
+
 def _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval):
     start = time.monotonic()
     ran = 0
@@ -260,7 +322,10 @@ def tune(
     storage : None (SQLite file ``$TSREP_STUDY_DB`` or ``./tsrep-studies.db``), "memory", a path,
         an Optuna storage URL (``postgresql://user@host/db`` ...) or an Optuna storage object.
     study_name : None creates a new study with a unique name; a name with ``load_if_exists``
-        resumes that study.
+        resumes that study. A new study records a hash of (X, y) and the fixed settings (the
+        estimator's class and parameters outside the search space, but device, n_jobs and verbose; cv,
+        validation_size, random_state, scoring); resuming it with other data or other fixed
+        settings raises StudyMismatchError (a ValueError) naming what differs, before any trial runs.
     search_space : overrides of the paper's space (see :mod:`tsrep.tuning.space`); ``continuous``
         uses the continuous paper box; ``default_space=False`` tunes only ``search_space``.
     pruner : any Optuna pruner; default :func:`default_pruner` (MedianPruner). Intermediate values
@@ -308,7 +373,10 @@ def tune(
         raise ValueError(f"study {study.study_name!r} exists and minimises; tsrep studies maximise a score")
     described = space.describe()
     attrs = study.user_attrs
-    if "tsrep_search_space" not in attrs:
+    new_study = "tsrep_search_space" not in attrs
+    identity = study_identity(estimator, X, y, space, cv, validation_size, random_state, scoring)
+    check_study_identity(study, identity, new_study)  # before any trial runs
+    if new_study:
         study.set_user_attr("tsrep_estimator", type(estimator).__name__)
         study.set_user_attr("tsrep_search_space", described)
         study.set_user_attr("tsrep_scoring", _metric_name(estimator, scoring))
