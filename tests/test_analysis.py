@@ -41,7 +41,7 @@ def test_tsne_and_attention_pictures_are_written(tmp_path):
 
 def test_representations_of_a_fitted_classifier_and_unequal_length_attention():
     X, y = load_japanese_vowels(split="train")
-    clf = EADCTransformerClassifier(max_epochs=1, **TINY).fit(X[:60], y[:60])
+    clf = EADCTransformerClassifier(max_epochs=1, min_steps=0, **TINY).fit(X[:60], y[:60])
     Z = representations(clf, X[60:80])
     assert Z.shape == (20, 16)
     maps = attention_maps(clf, X[61])

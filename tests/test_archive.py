@@ -187,5 +187,5 @@ def test_missing_values_and_unequal_length_reach_the_estimator(tmp_path):
         _write_ts(tmp_path / "Toy" / f"Toy_{split}.ts", header, rows)
     X, y = load_archive("Toy", "train", offline=tmp_path)  # not an archive name, but in the offline dir
     assert isinstance(X, list) and np.isnan(X[0][0, 2])
-    clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, p=0.5, max_epochs=2, random_state=0)
+    clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, p=0.5, max_epochs=2, min_steps=0, random_state=0)
     assert clf.fit(X, y).predict(X).shape == (12,)

@@ -11,7 +11,7 @@ from aeon.testing.estimator_checking import parametrize_with_checks as aeon_chec
 from tsrep.estimators import BackboneClassifier, BackboneRegressor
 from tsrep.estimators.backbone import BACKBONES, build_encoder
 
-TINY = {"d_model": 8, "n_blocks": 2, "n_heads": 2, "max_epochs": 2, "batch_size": 8, "random_state": 0}
+TINY = {"d_model": 8, "n_blocks": 2, "n_heads": 2, "max_epochs": 2, "min_steps": 0, "batch_size": 8, "random_state": 0}
 
 
 def _data(n=24, c=2, t=16, seed=0):
@@ -45,7 +45,7 @@ def test_encoder_output_on_valid_steps_ignores_padding(backbone):
 @pytest.mark.parametrize("backbone", BACKBONES)
 def test_each_backbone_learns_a_separable_problem(backbone):
     X, y = _data(n=32, seed=3)
-    params = {**TINY, "max_epochs": 60, "dropout": 0.0, "validation_fraction": 0.0, "backbone": backbone}
+    params = {**TINY, "max_epochs": 60, "min_steps": 400, "dropout": 0.0, "validation_fraction": 0.0, "backbone": backbone}
     clf = BackboneClassifier(**params).fit(X, y)
     assert clf.history_.train_loss[-1] < 0.5 * clf.history_.train_loss[0]
     assert clf.score(X, y) >= 0.9

@@ -50,6 +50,17 @@ def _sklearn_expected_failures(estimator):
         "check_classifiers_multilabel_output_format_predict_proba": "multi-label targets are not supported",
         "check_classifiers_multilabel_output_format_decision_function": "multi-label targets are not supported",
         "check_regressor_multioutput": "one target per case (Eq. 9)",
+        "check_sample_weights_not_an_array": "aeon refuses X of sklearn's _NotAnArray type before weights are read",
+        "check_sample_weight_equivalence_on_dense_data": (
+            "weight 2 is not the same as a duplicated case under minibatch SGD (batches and shuffles differ)"
+        ),
+        "check_methods_sample_order_invariance": (
+            "float32 on the CPU: a case batched with other neighbours can differ in the last bit (6e-8 seen; "
+            "the check asks 1e-9); batch independence is tested to 1e-6 in test_estimators.py"
+        ),
+        "check_class_weight_classifiers": (
+            "tabular toy data at 2 epochs; class_weight is tested on its loss in test_recipe.py"
+        ),
     }
     return reasons
 

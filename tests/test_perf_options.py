@@ -280,7 +280,7 @@ def toy_data(n=24, t=30, seed=0):
     return X, y
 
 
-SMALL = {"d_model": 16, "n_blocks": 1, "n_heads": 2, "p": 0.5, "max_epochs": 2, "batch_size": 8, "random_state": 0}
+SMALL = {"d_model": 16, "n_blocks": 1, "n_heads": 2, "p": 0.5, "max_epochs": 2, "min_steps": 0, "batch_size": 8, "random_state": 0}
 
 
 def test_checkpointed_estimator_predicts_like_the_plain_one():
@@ -305,10 +305,12 @@ def test_compile_option_compiles_the_encoder_in_place():
     clf = EADCTransformerClassifier(compile=True, **SMALL)
     clf._validate_params()
     clf.n_channels_, clf.max_len_ = 2, 30
+    clf.patch_len_ = clf.patch_stride_ = None
     model = clf._build_model(2)
     assert model.encoder._compiled_call_impl is not None
     plain = EADCTransformerClassifier(**SMALL)
     plain.n_channels_, plain.max_len_ = 2, 30
+    plain.patch_len_ = plain.patch_stride_ = None
     assert set(model.state_dict()) == set(plain._build_model(2).state_dict())  # pickles and checkpoints as before
 
 

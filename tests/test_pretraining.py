@@ -95,7 +95,7 @@ def test_loaded_checkpoint_cannot_execute_code(fitted_encoder, tmp_path):
     with pytest.raises(ValueError, match="could not be loaded safely"):
         TSRepEncoder.load(path)
     with pytest.raises(ValueError, match="could not be loaded safely"):
-        EADCTransformerClassifier(pretrained_encoder=path, max_epochs=1).fit(
+        EADCTransformerClassifier(pretrained_encoder=path, max_epochs=1, min_steps=0).fit(
             np.random.default_rng(0).normal(size=(6, 6, 20)), np.array([0, 1] * 3))
     assert not marker.exists()
 
@@ -118,14 +118,14 @@ def test_missing_corrupt_and_mismatched_checkpoints_are_clear_errors(fitted_enco
     # BasicMotions has 6 channels; JapaneseVowels 12.
     X, y = load_japanese_vowels(split="train")
     with pytest.raises(ValueError, match="pretrained on 6 channel"):
-        EADCTransformerClassifier(pretrained_encoder=tmp_path / "full.pt", max_epochs=1).fit(X[::10], y[::10])
+        EADCTransformerClassifier(pretrained_encoder=tmp_path / "full.pt", max_epochs=1, min_steps=0).fit(X[::10], y[::10])
 
 
 def test_classifier_starts_from_checkpoint_only_head_new(fitted_encoder, basic_motions, tmp_path):
     X, y, Xt, yt = basic_motions
     path = fitted_encoder.save(tmp_path / "enc.pt")
     clf = EADCTransformerClassifier(
-        pretrained_encoder=str(path), freeze_encoder=True, max_epochs=80, validation_fraction=0, lr=1e-2,
+        pretrained_encoder=str(path), freeze_encoder=True, max_epochs=80, min_steps=0, validation_fraction=0, lr=1e-2,
         batch_size=16, device="cpu", random_state=0,
     ).fit(X, y)
     for key, value in fitted_encoder.encoder_.state_dict().items():
@@ -142,7 +142,7 @@ def test_classifier_starts_from_checkpoint_only_head_new(fitted_encoder, basic_m
 def test_regressor_pretrains_then_fine_tunes_all_parameters(tmp_path):
     X, y = load_covid_3month(split="train")
     reg = EADCTransformerRegressor(
-        d_model=16, n_blocks=1, n_heads=2, p=0.5, max_epochs=2, pretrain_epochs=3, batch_size=32,
+        d_model=16, n_blocks=1, n_heads=2, p=0.5, max_epochs=2, min_steps=0, pretrain_epochs=3, batch_size=32,
         device="cpu", random_state=0,
     ).fit(X[:80], y[:80])
     assert len(reg.pretrain_history_) == 3
@@ -150,7 +150,7 @@ def test_regressor_pretrains_then_fine_tunes_all_parameters(tmp_path):
     assert np.all(np.isfinite(reg.predict(X[80:100])))
     # Starting a regressor from an encoder checkpoint (univariate encoder).
     enc = TSRepEncoder(pretrain_epochs=1, **dict(SMALL, d_model=16, n_blocks=1, n_heads=2)).fit(X[:80])
-    reg2 = EADCTransformerRegressor(pretrained_encoder=enc.save(tmp_path / "u.pt"), max_epochs=1,
+    reg2 = EADCTransformerRegressor(pretrained_encoder=enc.save(tmp_path / "u.pt"), max_epochs=1, min_steps=0,
                                     device="cpu", random_state=0).fit(X[:80], y[:80])
     assert reg2.predict(X[80:90]).shape == (10,)
 
@@ -178,7 +178,7 @@ def test_bad_pretraining_parameters(params, match):
     X = np.random.default_rng(0).normal(size=(8, 2, 16))
     y = np.array([0, 1] * 4)
     with pytest.raises(ValueError, match=match):
-        EADCTransformerClassifier(max_epochs=1, **params).fit(X, y)
+        EADCTransformerClassifier(max_epochs=1, min_steps=0, **params).fit(X, y)
     if "freeze_encoder" not in params:
         with pytest.raises(ValueError, match=match):
             TSRepEncoder(**params).fit(X)

@@ -187,7 +187,7 @@ def test_bad_recipe_parameters_are_named(params, match):
         (-np.ones(20), "sample_weight must be >= 0"),
         (np.r_[np.nan, np.ones(19)], "NaN"),
         (np.ones(7), "one weight per case"),
-        (np.zeros(20), "sums to 0"),
+        (np.zeros(20), "zero for every case"),
     ],
 )
 def test_bad_sample_weight_is_named(weights, match):

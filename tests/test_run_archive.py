@@ -13,7 +13,7 @@ from tsrep.benchmarks.paper import PAPER_SUMMARY, _TABLE_I, _parse
 from tsrep.benchmarks.report import average_ranks, average_relative_difference
 from tsrep.models import MODELS, get_model
 
-TINY = {"d_model": 8, "n_blocks": 1, "n_heads": 2, "p": 0.5, "max_epochs": 2, "batch_size": 16}
+TINY = {"d_model": 8, "n_blocks": 1, "n_heads": 2, "p": 0.5, "max_epochs": 2, "min_steps": 0, "batch_size": 16}
 
 
 def tiny_config(**over):

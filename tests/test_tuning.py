@@ -39,7 +39,7 @@ from tsrep.tuning.space import adjust_params
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = EADCTransformerClassifier._get_test_params()
-TINY_SPACE = {"d_model": [8, 16], "n_blocks": 1, "n_heads": 2, "max_epochs": 3, "batch_size": 8}
+TINY_SPACE = {"d_model": [8, 16], "n_blocks": 1, "n_heads": 2, "max_epochs": 3, "min_steps": 0, "batch_size": 8}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_epoch_callback_reports_and_exception_leaves_fit_cleanly(basic_motions):
             raise optuna.TrialPruned("stop")
 
     rng_before = torch.random.get_rng_state()
-    with epoch_callback(stop_at_second):
+    with epoch_callback(stop_at_second, eval_data=(X[:10], y[:10])):
         with pytest.raises(optuna.TrialPruned):
             model.fit(X, y)
     assert [e for e, _ in seen] == [0, 1] and all(0.0 <= s <= 1.0 for _, s in seen)

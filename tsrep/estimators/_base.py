@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from aeon.utils.validation import check_n_jobs
 
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
 from tsrep.backbones.dc_transformer import split_width, validate_backbone_params
@@ -22,7 +23,7 @@ from tsrep.nn.interacting import check_interacting_heads
 from tsrep.nn.norm import NORMS
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
-from tsrep.training.hooks import current_epoch_callback
+from tsrep.training.hooks import current_epoch_hook
 from tsrep.training.loop import stratified_split
 from tsrep.estimators._recipe import (
     check_sample_weight,
@@ -39,6 +40,7 @@ AEON_TAGS = {
     "capability:multivariate": True,
     "capability:unequal_length": True,
     "capability:missing_values": True,
+    "capability:multithreading": True,  # n_jobs: ensemble members fitted in parallel
     "algorithm_type": "deeplearning",
     "python_dependencies": "torch",
 }
@@ -161,7 +163,7 @@ class EADCTransformerMixin:
         self,
         d_model=64,
         n_blocks=3,
-        n_heads=8,
+        n_heads=4,
         p=0.25,
         alpha=0.5,
         beta=0.5,
@@ -192,7 +194,7 @@ class EADCTransformerMixin:
         class_weight=None,
         grad_clip=4.0,
         n_estimators=1,
-        n_jobs=None,
+        n_jobs=1,
         device="auto",
         random_state=None,
         verbose=False,
@@ -298,6 +300,7 @@ class EADCTransformerMixin:
 
         Returns (fitted_as_ensemble, checked sample weights)."""
         self._validate_params()
+        self._n_jobs = check_n_jobs(self.n_jobs)  # aeon's convention: -1 -> all cores
         weights = check_sample_weight(self.__dict__.get("_EADCTransformerMixin__sample_weight"), len(y))
         if self.n_estimators > 1:
             self.estimators_ = fit_members(self, X, y, weights)
@@ -403,9 +406,11 @@ class EADCTransformerMixin:
             generator = torch.Generator().manual_seed(seed)
             # Pretrained weights and/or masked-reconstruction pretraining, then optional freezing.
             self.pretrain_history_ = pretrain_stage(self, model, data, device, generator)
+            hook = current_epoch_hook()  # a tuner's pruning hook (tsrep.training.hooks)
             self.history_ = train_supervised(
                 model, train_data, val_data, loss_fn, score_fn, config, device, generator,
-                on_epoch=current_epoch_callback(),  # a tuner's pruning hook (tsrep.training.hooks)
+                on_epoch=None if hook is None else hook.fn,
+                report=None if hook is None or hook.eval_data is None else self._report_data(*hook.eval_data),
             )
         self.module_ = model
         self.n_outputs_ = n_outputs
@@ -413,6 +418,14 @@ class EADCTransformerMixin:
         self.best_epoch_ = self.history_.best_epoch
         self.n_epochs_ = len(self.history_.train_loss)
         return self
+
+    def _report_data(self, X, y) -> SeriesBatchData:
+        """A tuner's validation fold as model-ready tensors (cases of classes unseen in training left out)."""
+        keep, targets = self._encode_targets(np.asarray(y))
+        X = [x for x, k in zip(as_case_list(X), keep) if k]
+        data = self._prepare_X(X, fit=False) if X else SeriesBatchData(torch.empty(0, 1, 1), torch.empty(0, 1))
+        data.targets = targets
+        return data
 
     def _outputs(self, X) -> torch.Tensor:
         device = device_for_rank(resolve_device(self.device))  # under torchrun: this rank's GPU
@@ -449,6 +462,7 @@ class EADCTransformerMixin:
             "n_heads": 2,
             "p": 0.5,
             "max_epochs": 2,
+            "min_steps": 0,
             "batch_size": 8,
             "random_state": 0,
         }

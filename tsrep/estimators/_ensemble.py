@@ -28,11 +28,10 @@ def _fit_member(member, X, y, sample_weight):
 def fit_members(est, X, y, sample_weight) -> list:
     """Fitted clones of `est`, one per seed, each a single model (n_estimators=1)."""
     members = [
-        clone(est).set_params(n_estimators=1, n_jobs=None, random_state=seed)
+        clone(est).set_params(n_estimators=1, n_jobs=1, random_state=seed)
         for seed in member_seeds(est.random_state, est.n_estimators)
     ]
-    n_jobs = est.n_jobs if est.n_jobs is not None else 1
-    return Parallel(n_jobs=n_jobs)(delayed(_fit_member)(m, X, y, sample_weight) for m in members)
+    return Parallel(n_jobs=est._n_jobs)(delayed(_fit_member)(m, X, y, sample_weight) for m in members)
 
 
 def mean_of(values: list[np.ndarray]) -> np.ndarray:

@@ -53,8 +53,8 @@ def validate_recipe(est) -> None:
         raise ValueError(f"label_smoothing must be a number in [0, 1), got {ls!r}")
     if not _is_int(est.n_estimators, 1):
         raise ValueError(f"n_estimators must be a positive integer, got {est.n_estimators!r}")
-    if est.n_jobs is not None and (not _is_int(est.n_jobs, -10**6) or est.n_jobs == 0):
-        raise ValueError(f"n_jobs must be None, a positive integer or -1 (all cores), got {est.n_jobs!r}")
+    if not _is_int(est.n_jobs, -(10**6)) or est.n_jobs == 0:
+        raise ValueError(f"n_jobs must be a positive integer or -1 (all cores), got {est.n_jobs!r}")
     cw = est.class_weight
     if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
         raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class: weight}}, got {cw!r}")
@@ -81,7 +81,7 @@ def check_sample_weight(sample_weight, n_cases: int) -> np.ndarray | None:
     if np.any(w < 0):
         raise ValueError(f"sample_weight must be >= 0, got a minimum of {w.min()}")
     if w.sum() <= 0:
-        raise ValueError("sample_weight sums to 0: no case would be trained on")
+        raise ValueError("sample_weight is zero for every case (the weights sum to 0): nothing to train on")
     return w
 
 
@@ -122,7 +122,7 @@ def case_weights(sample_weight: np.ndarray | None, per_class: np.ndarray | None,
     if per_class is not None:
         w = w * per_class[class_index]
     if w.sum() <= 0:
-        raise ValueError("every case has weight 0 (sample_weight times class_weight): nothing to train on")
+        raise ValueError("every case has weight zero (sample_weight times class_weight): nothing to train on")
     return torch.as_tensor(w / w.mean(), dtype=torch.float32)
 
 

@@ -119,7 +119,7 @@ class _BackboneMixin:
         class_weight=None,
         grad_clip=4.0,
         n_estimators=1,
-        n_jobs=None,
+        n_jobs=1,
         device="auto",
         random_state=None,
         verbose=False,
@@ -186,7 +186,8 @@ class _BackboneMixin:
 
     @classmethod
     def _get_test_params(cls, parameter_set="default"):
-        return {"backbone": "gru", "d_model": 8, "n_blocks": 1, "max_epochs": 2, "batch_size": 8, "random_state": 0}
+        return {"backbone": "gru", "d_model": 8, "n_blocks": 1, "max_epochs": 2, "min_steps": 0, "batch_size": 8,
+                "random_state": 0}
 
 
 class BackboneClassifier(_BackboneMixin, EADCTransformerClassifier):

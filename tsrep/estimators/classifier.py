@@ -47,6 +47,11 @@ class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
             X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
         )
 
+    def _encode_targets(self, y) -> tuple[np.ndarray, torch.Tensor]:
+        """(cases whose class was seen in training, their class indices)."""
+        keep = np.array([v in self._class_dictionary for v in y], dtype=bool)
+        return keep, torch.as_tensor([self._class_dictionary[v] for v in y[keep]], dtype=torch.long)
+
     def _predict_proba(self, X) -> np.ndarray:
         if self.estimators_:
             return mean_of([m.predict_proba(X) for m in self.estimators_])

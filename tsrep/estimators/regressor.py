@@ -56,6 +56,11 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
         weights = case_weights(sample_weight, None, None)
         return self._train(X, targets, 1, regression_loss, _negative_mse, weights=weights)
 
+    def _encode_targets(self, y) -> tuple[np.ndarray, torch.Tensor]:
+        """(every case, targets in the standardised units the network is trained on)."""
+        y = np.asarray(y, dtype=np.float64)
+        return np.ones(len(y), dtype=bool), torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
+
     def _predict(self, X) -> np.ndarray:
         if self.estimators_:
             return mean_of([m.predict(X) for m in self.estimators_])

@@ -146,13 +146,15 @@ def train_supervised(
     device,
     generator: torch.Generator,
     on_epoch=None,
+    report: SeriesBatchData | None = None,
 ) -> History:
     """Train `model` in place; with a validation set, restore the weights of the best epoch.
 
-    loss_fn(outputs, targets, weights) -> scalar loss; weights is the batch's slice of
-    ``train.weights`` (None when the data has none). score_fn(outputs, targets) -> float, higher is
-    better; ties are broken on validation loss. on_epoch(epoch, val_score) is called after every
-    validated epoch (for pruning by a tuner).
+    loss_fn(outputs, targets) -> scalar loss, called as loss_fn(outputs, targets, weights) with the
+    batch's slice of ``train.weights`` when the data has per-case weights. score_fn(outputs, targets) -> float, higher is
+    better; ties are broken on validation loss. on_epoch(epoch, score) is called after every epoch
+    with the score on `report` when given (a tuner's own validation fold: reported, never used to
+    select or stop), else after every validated epoch with the validation score (for pruning).
 
     Data-parallel under an initialised process group of several ranks (tsrep.training.distributed):
     each rank trains on its shard of every batch and the result equals one process's.
@@ -186,7 +188,8 @@ def train_supervised(
                 weights = train.batch_weights(shard, device)
                 optimizer.zero_grad(set_to_none=True)
                 outputs = parallel.model(values, mask)
-                loss = parallel.weight_loss(loss_fn(outputs, targets, weights), len(shard), len(index))
+                raw = loss_fn(outputs, targets) if weights is None else loss_fn(outputs, targets, weights)
+                loss = parallel.weight_loss(raw, len(shard), len(index))
                 batch_loss = parallel.batch_loss(loss)
                 backward_and_step(
                     model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr, batch_loss
@@ -199,7 +202,7 @@ def train_supervised(
             monitored = history.train_loss[-1]
             if val is not None and len(val):
                 out = predict_outputs(model, val, config.batch_size, device, parallel)
-                val_loss = float(loss_fn(out, val.targets, None))
+                val_loss = float(loss_fn(out, val.targets))
                 val_score = float(score_fn(out, val.targets))
                 history.val_loss.append(val_loss)
                 history.val_score.append(val_score)
@@ -211,8 +214,11 @@ def train_supervised(
                     history.best_epoch = epoch
                 else:
                     waited += 1
-                if on_epoch is not None:
+                if on_epoch is not None and report is None:
                     on_epoch(epoch, val_score)
+            if on_epoch is not None and report is not None and len(report):
+                out = predict_outputs(model, report, config.batch_size, device, parallel)
+                on_epoch(epoch, float(score_fn(out, report.targets)))
             schedule.after_epoch(monitored)
             bar.set_postfix(postfix)
             if config.patience is not None and val is not None and waited >= config.patience:
@@ -221,6 +227,7 @@ def train_supervised(
         model.load_state_dict(best_state)
     else:
         history.best_epoch = len(history.train_loss) - 1
+    model.eval()  # a fitted model predicts; predicting must not change its state (train -> eval)
     return history
 
 

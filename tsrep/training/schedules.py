@@ -2,8 +2,8 @@
 
     "onecycle": Smith and Topin, "Super-Convergence: Very Fast Training of Neural Networks Using Large
                 Learning Rates" (2019): linear warm-up from lr / 25 to lr over the first 25 % of the
-                steps, cosine annealing to lr / 1e4 over the rest (torch's OneCycleLR, momentum not cycled
-                so that any optimiser works). Stepped after every optimiser step.
+                steps, cosine annealing to lr / 1e4 over the rest (momentum is not cycled, so that any
+                optimiser works). Stepped after every optimiser step.
     "cosine":   linear warm-up from 0 over the first 5 % of the steps, then cosine decay to 0
                 (Loshchilov and Hutter, "SGDR", 2017, without restarts). Stepped after every step.
     "plateau":  the lr is halved when the monitored loss (validation loss when there is a validation
@@ -37,19 +37,16 @@ class LRSchedule:
         check_lr_schedule(name)
         self.name = name
         total_steps = max(int(total_steps), 1)
-        if name == "onecycle":
-            peak = [group["lr"] for group in optimizer.param_groups]
-            self._scheduler = torch.optim.lr_scheduler.OneCycleLR(
-                optimizer, max_lr=peak, total_steps=total_steps, pct_start=ONECYCLE_WARMUP, cycle_momentum=False
-            )
-        elif name == "cosine":
-            warmup = max(1, int(round(COSINE_WARMUP * total_steps)))
+        if name in ("onecycle", "cosine"):
+            # Factors of the lr set on the optimiser, one per step (any number of steps, even 1).
+            start, end, share = (1 / 25, 1e-4, ONECYCLE_WARMUP) if name == "onecycle" else (0.0, 0.0, COSINE_WARMUP)
+            warmup = max(1, int(round(share * total_steps)))
 
             def factor(step: int) -> float:
-                if step < warmup:
-                    return (step + 1) / warmup
-                progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
-                return 0.5 * (1.0 + math.cos(math.pi * progress))
+                if step < warmup:  # step 0 already takes a small step (never lr = 0)
+                    return start + (1 - start) * (step + 1) / warmup
+                progress = min(1.0, (step - warmup) / max(1, total_steps - 1 - warmup))
+                return end + (1 - end) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
             self._scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
         elif name == "plateau":
@@ -58,13 +55,10 @@ class LRSchedule:
             )
         else:
             self._scheduler = None
-        self._steps, self._total = 0, total_steps
 
     def after_step(self) -> None:
-        # OneCycleLR raises past its last step; a loop that takes one more step (rounding) keeps the last lr.
-        if self.name in ("onecycle", "cosine") and self._steps < self._total - 1:
+        if self.name in ("onecycle", "cosine"):
             self._scheduler.step()
-        self._steps += 1
 
     def after_epoch(self, monitored_loss: float) -> None:
         if self.name == "plateau":

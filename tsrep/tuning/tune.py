@@ -115,7 +115,6 @@ def _metric_name(estimator, scoring) -> str:
 
 def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_trials=None, reuse_duplicates=True):
     """The Optuna objective: fit on each training part, score on its validation part, report every epoch."""
-    max_epochs = int(estimator.get_params().get("max_epochs", 0) or 0)
     worker = f"{socket.gethostname()}:{os.getpid()}"
 
     def objective(trial: optuna.Trial) -> float:
@@ -135,7 +134,7 @@ def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_tria
                     return float(done.value)
         scores, epochs = [], []
         for fold, (train, val) in enumerate(splits):
-            offset = fold * max_epochs
+            offset = sum(epochs)  # fold k reports after the epochs of the folds before it
 
             def on_epoch(epoch: int, val_score: float, _offset=offset, _fold=fold) -> None:
                 if not math.isfinite(val_score):
@@ -145,7 +144,9 @@ def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_tria
                     raise optuna.TrialPruned(f"pruned at epoch {epoch} of fold {_fold} (validation score {val_score:.4f})")
 
             model = clone(estimator).set_params(**params)
-            with epoch_callback(on_epoch):
+            # Each epoch is scored on this fold's validation part (the split the trial is scored on):
+            # pruning works whether or not the estimator holds out a split of its own.
+            with epoch_callback(on_epoch, eval_data=(_safe_indexing(X, val), _safe_indexing(y, val))):
                 model.fit(_safe_indexing(X, train), _safe_indexing(y, train))
             score = float(scorer(model, _safe_indexing(X, val), _safe_indexing(y, val)))
             scores.append(score)
@@ -329,8 +330,8 @@ def tune(
     search_space : overrides of the paper's space (see :mod:`tsrep.tuning.space`); ``continuous``
         uses the continuous paper box; ``default_space=False`` tunes only ``search_space``.
     pruner : any Optuna pruner; default :func:`default_pruner` (MedianPruner). Intermediate values
-        are the estimator's per-epoch validation score (on its own early-stopping split), at step
-        ``fold * max_epochs + epoch``.
+        are the per-epoch score on the fold's validation part (accuracy, or minus the MSE of the
+        standardised targets for regression), at step ``(epochs of the earlier folds) + epoch``.
     sampler, seed : default TPESampler(seed=seed), with ``constant_liar`` on database storages.
     scoring : scikit-learn scorer name or callable; None uses ``estimator.score`` (accuracy, R^2).
     random_state : seed of the validation split / CV folds (keep it equal across workers).
