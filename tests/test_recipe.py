@@ -203,3 +203,15 @@ def test_regressor_refuses_classification_only_options():
         EADCTransformerRegressor(**TINY, label_smoothing=0.1).fit(X, y)
     with pytest.raises(ValueError, match="class_weight applies to classification only"):
         EADCTransformerRegressor(**TINY, class_weight="balanced").fit(X, y)
+
+
+def test_set_params_after_fit_does_not_break_unpickling():
+    import pickle
+
+    X, y = _toy(20)
+    clf = EADCTransformerClassifier(**TINY).fit(X, y)
+    before = clf.predict_proba(X)
+    clf.set_params(n_blocks=2, d_model=16)  # the fitted network keeps its own architecture
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(again.predict_proba(X), before, atol=1e-6)
+    assert again.get_params()["n_blocks"] == 2  # the user's parameters are kept as set

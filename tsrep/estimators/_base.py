@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 from aeon.utils.validation import check_n_jobs
@@ -413,6 +415,9 @@ class EADCTransformerMixin:
                 report=None if hook is None or hook.eval_data is None else self._report_data(*hook.eval_data),
             )
         self.module_ = model
+        # The parameters the network was built from: set_params after fit must not change how a
+        # pickled model is rebuilt (its weights only fit the architecture they were trained in).
+        self._fitted_params = self.get_params(deep=False)
         self.n_outputs_ = n_outputs
         self.n_parameters_ = count_parameters(model)
         self.best_epoch_ = self.history_.best_epoch
@@ -449,8 +454,10 @@ class EADCTransformerMixin:
         super().__setstate__(state)
         if module_state is not None:
             weights, training = module_state
+            builder = copy.copy(self)
+            builder.__dict__.update(state.get("_fitted_params", {}))
             with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the user's RNG alone
-                module = self._build_model(self.n_outputs_)
+                module = builder._build_model(self.n_outputs_)
             module.load_state_dict(weights)
             self.module_ = module.train(training)
 
