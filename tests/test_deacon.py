@@ -16,6 +16,7 @@ from tsrep.training.deacon import (
     DeaconOptimizer,
     OptimizerWithDeacon,
     deacon_step,
+    gha_steps,
     pca_layers,
     sanger_update,
     with_deacon,
@@ -235,8 +236,10 @@ def _normalised_gram(w):
 
 
 def test_pca_weights_decorrelate_during_deacon_training_figure_6():
-    """After DEACON training the PCA weights' correlation matrix is near identity (paper Fig. 6),
-    although they start strongly correlated; the ordinary optimiser alone leaves them correlated."""
+    """DEACON training brings the PCA weights' correlation matrix close to identity (paper Fig. 6),
+    although they start strongly correlated (cosines 0.73, row norms 1.9); the ordinary optimiser
+    alone leaves them correlated. Every applied step has norm dP = 0.2 and spends most of it on the
+    loss (xi = 0.8), so it takes some 100 batches, and the rows keep moving by dP per batch."""
     results = {}
     for use_deacon in (True, False):
         torch.manual_seed(0)
@@ -249,7 +252,7 @@ def test_pca_weights_decorrelate_during_deacon_training_figure_6():
             for layer in pca_layers(model):
                 layer.weight.copy_(torch.eye(4) + 0.6)  # correlated rows: cosines about 0.6-0.9
         data = _toy_data()
-        config = TrainConfig(lr=3e-3, batch_size=16, max_epochs=6, patience=None)
+        config = TrainConfig(lr=3e-3, batch_size=16, max_epochs=40, patience=None)
         loss = lambda o, t: torch.nn.functional.mse_loss(o, t)  # noqa: E731
         # Without DEACON: the ordinary optimiser trains the PCA weights like any other weight.
         ordinary = (lambda model, make: make(list(model.parameters()))) if not use_deacon else with_deacon
@@ -262,10 +265,10 @@ def test_pca_weights_decorrelate_during_deacon_training_figure_6():
         results[use_deacon] = max(float((g - torch.eye(4)).abs().max()) for g in grams)
         if use_deacon:
             for layer in pca_layers(model):
-                torch.testing.assert_close(layer.weight.norm(dim=1), torch.ones(4), atol=0.05, rtol=0)
+                torch.testing.assert_close(layer.weight.norm(dim=1), torch.ones(4), atol=0.25, rtol=0)
     print("max |off-diagonal| of the normalised Gram matrix (DEACON, ordinary):", results[True], results[False])
-    assert results[True] < 0.05, results
-    assert results[False] > 0.3, results
+    assert results[True] < 0.3, results
+    assert results[False] > 0.5, results
 
 
 def test_training_loop_and_estimators_apply_deacon_automatically():
@@ -319,3 +322,98 @@ def test_nonlinear_m_may_exceed_h_and_interacting_pairs_allow_h_squared():
     assert DCTransformerEncoder(2, 8, d_model=8, n_blocks=1, n_heads=2, p=1.0, attention="interacting", head_mixing="deacon-direct", deacon_m=4)
     with pytest.raises(ValueError, match="deacon_m"):
         DCTransformerEncoder(2, 8, d_model=8, n_blocks=1, n_heads=2, p=1.0, head_mixing="deacon-direct", deacon_m=4)
+
+
+# ----------------------------------------------------------------------------- frozen layers
+def test_frozen_encoder_keeps_its_pca_weights_through_fine_tuning():
+    """freeze_encoder=True after pretraining: the PCA layers still hold the input moment of the last
+    pretraining batch, but a frozen weight gets no DEACON update, not even the GHA-only ones."""
+    import tsrep.estimators._base as estimator_base
+
+    X = np.random.default_rng(0).normal(size=(24, 2, 10))
+    y = np.array([0, 1] * 12)
+    pretrained = []
+    pretrain_stage = estimator_base.pretrain_stage
+
+    def recording_pretrain_stage(est, model, *args, **kwargs):
+        history = pretrain_stage(est, model, *args, **kwargs)
+        pretrained.extend(layer.weight.detach().clone() for layer in pca_layers(model))
+        return history
+
+    params = {**TINY, "head_mixing": "deacon-direct", "pretrain_epochs": 2, "freeze_encoder": True,
+              "max_epochs": 4, "deacon_inner_steps": 50}
+    with mock.patch.object(estimator_base, "pretrain_stage", recording_pretrain_stage):
+        clf = EADCTransformerClassifier(**params).fit(X, y)
+    layers = pca_layers(clf.module_)
+    assert len(layers) == len(pretrained) == 2
+    assert all(layer.input_moment is not None for layer in layers)  # the stale record is there
+    for layer, weight in zip(layers, pretrained):
+        assert torch.equal(layer.weight.detach(), weight)
+
+
+def test_optimizer_leaves_a_weight_without_requires_grad_alone():
+    layer = PCALayer(4, 2).double().train()
+    layer(torch.randn(1, 30, 4, dtype=torch.double))  # a recorded moment, no gradient
+    layer.weight.requires_grad_(False)
+    before = layer.weight.detach().clone()
+    DeaconOptimizer([layer]).step()
+    assert torch.equal(layer.weight.detach(), before)
+    layer.weight.requires_grad_(True)  # unfrozen later: the same optimiser trains it again
+    DeaconOptimizer([layer]).step()
+    assert not torch.equal(layer.weight.detach(), before)
+
+
+# ----------------------------------------------------------------------------- the inner loop
+def test_applied_change_keeps_norm_dP_and_dQ_with_the_default_inner_loop():
+    """With the paper's i = 500 GHA-only updates per batch, the change DEACON applies to W is still
+    the constrained step: ||dW|| = dP and <G, dW> = dQ < 0 on every batch; its part orthogonal to G
+    points where the inner loop's GHA updates (run on a copy of W) lead."""
+    torch.manual_seed(0)
+    enc = DCTransformerEncoder(
+        3, 12, d_model=16, n_blocks=1, n_heads=4, p=0.5, alpha=0.5, beta=0.5, dropout=0.0,
+        head_mixing="deacon-direct",
+    )
+    model = SeriesModel(enc, 1, "regression", "mean", 0.0).double().train()
+    layers = pca_layers(model)
+    assert len(layers) == 2 and all(layer.inner_steps == 500 for layer in layers)
+    opt = DeaconOptimizer(layers)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(12):
+        x = torch.randn(6, 12, 3, dtype=torch.double, generator=gen)
+        y = torch.randn(6, 1, dtype=torch.double, generator=gen)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        before = [layer.weight.detach().clone() for layer in layers]
+        grads = [layer.weight.grad.clone() for layer in layers]
+        targets = [gha_steps(w, layer.input_moment, 500, layer.gha_lr) for w, layer in zip(before, layers)]
+        opt.step()
+        for layer, w0, g, target, recorded in zip(layers, before, grads, targets, opt.last_steps):
+            dW = layer.weight.detach() - w0
+            torch.testing.assert_close(dW.norm(), torch.tensor(0.2, dtype=torch.double), rtol=1e-9, atol=0)
+            torch.testing.assert_close((g * dW).sum(), -0.8 * 0.2 * g.norm(), rtol=1e-9, atol=0)
+            assert (g * dW).sum() < 0
+            torch.testing.assert_close(recorded, dW)
+            unit_g = g / g.norm()
+            perp_dw = dW - (dW * unit_g).sum() * unit_g
+            hebb = target - w0
+            perp_hebb = hebb - (hebb * unit_g).sum() * unit_g
+            cos = (perp_dw * perp_hebb).sum() / (perp_dw.norm() * perp_hebb.norm())
+            torch.testing.assert_close(cos, torch.tensor(1.0, dtype=torch.double))
+
+
+def test_one_inner_step_gives_the_step_of_no_inner_loop():
+    """The constrained step depends on F only through its direction, and one GHA-only update moves W
+    along Sanger's F itself: inner_steps = 1 and 0 make the same step."""
+    changes = []
+    for inner_steps in (0, 1):
+        model = _tiny_model()
+        model.train()
+        torch.manual_seed(1)
+        x, y = torch.randn(6, 12, 3, dtype=torch.double), torch.randn(6, 1, dtype=torch.double)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        layers = pca_layers(model)
+        before = [layer.weight.detach().clone() for layer in layers]
+        DeaconOptimizer(layers, inner_steps=inner_steps).step()
+        changes.append([layer.weight.detach() - w0 for layer, w0 in zip(layers, before)])
+    for a, b in zip(*changes):
+        torch.testing.assert_close(a, b)

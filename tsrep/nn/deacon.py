@@ -1,4 +1,5 @@
-"""DEACON head mixing: a PCA layer over attention heads (paper 001, Sec. 3; DESIGN.md section 4).
+"""DEACON head mixing: a PCA layer over attention heads (Ampazis and Sakketou, "Diversifying Multi-Head
+Attention in the Transformer Model", MAKE 2024, Sec. 3).
 
 The h head outputs Z_1..Z_h (each N x d_k) are reshaped so that every (step, channel) pair is one
 h-dimensional row (M_r, Fig. 1), batch-normalised, and multiplied by the PCA layer W (h x m):
@@ -65,7 +66,8 @@ class PCALayer(nn.Module):
     xi : float in (0, 1)
         Fraction of the largest first-order loss decrease demanded per step (paper: 0.8).
     inner_steps : int >= 0
-        GHA-only updates per batch after the constrained step (paper: 500).
+        GHA-only updates per batch (paper: 500), run on a copy of the weight: where they lead is the
+        Hebbian direction of the constrained step, which alone changes the weight.
     gha_lr : float in (0, 1)
         GHA-only step size, in units of 1 / trace(moment) (so eta * lambda_max <= gha_lr: stable).
     """

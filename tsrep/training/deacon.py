@@ -1,10 +1,9 @@
-"""The DEACON constrained update for PCA layers (paper 001, Sec. 2.2; DESIGN.md section 4).
+"""The DEACON constrained update for PCA layers (Ampazis and Sakketou, "Diversifying Multi-Head
+Attention in the Transformer Model", MAKE 2024, Sec. 2.2 and 4).
 
-Per step, with G = dLoss/dW (from backward) and F Sanger's GHA update on the layer's inputs,
-both m x n_in (the orientation of tsrep.nn.deacon.PCALayer.weight, the paper's W^T):
+Per step, with G = dLoss/dW (from backward) and F the Hebbian direction below, both m x n_in (the
+orientation of tsrep.nn.deacon.PCALayer.weight, the paper's W^T):
 
-    F    = W C - LT(W C W^T) W          C = mean_r x_r x_r^T over the batch's valid rows
-                                         (= mean_r [y_r x_r^T - LT(y_r y_r^T) W], y_r = W x_r)
     I_GG = <G,G>,  I_FF = <F,F>,  I_GF = <G,F>
     dQ   = -xi * dP * sqrt(I_GG)
     l2   = 0.5 * sqrt((I_FF I_GG - I_GF^2) / (I_GG dP^2 - dQ^2))
@@ -14,10 +13,22 @@ both m x n_in (the orientation of tsrep.nn.deacon.PCALayer.weight, the paper's W
 so that ||dW|| = dP and <G, dW> = dQ < 0 (the loss falls to first order), and dW is the step with
 those two properties most aligned with F. Degenerate cases: G = 0 -> dW = dP F / ||F|| (no loss
 constraint to meet; 0 if F = 0 too); F = 0 or F parallel to G -> dW = -dP G / ||G||.
-After the constrained step, `inner_steps` GHA-only updates W += eta F(W) on the same batch moment
-(eta = gha_lr / trace(C), so eta * lambda_max <= gha_lr) let W track the principal components
-(the paper's inner loop, i = 500 there).
 
+F is Sanger's GHA update on the batch, from the second moment C = mean_r x_r x_r^T of the layer's
+valid input rows:
+
+    F(W) = W C - LT(W C W^T) W          (= mean_r [y_r x_r^T - LT(y_r y_r^T) W], y_r = W x_r)
+
+The paper's inner loop ("for each batch ... an inner loop that iteratively updates the quantity F
+alone", i = 500) lets F track the batch's principal components. It runs here on a copy of W:
+`inner_steps` GHA-only updates W' += eta F(W') (eta = gha_lr / trace(C), so eta * lambda_max <=
+gha_lr), and F of the constrained step is the displacement W_i - W they reach. dW depends on F only
+through its direction, so one inner step gives Sanger's F(W) itself (the same step as none). The
+inner loop only steers the step: the change applied to W is dW alone, so ||dW|| = dP and
+<G, dW> = dQ < 0 hold for what the layer actually does on every batch.
+
+A layer whose weight has no gradient (no loss reaches it) follows the inner loop's GHA updates, with
+no loss constraint to keep; a frozen layer (weight.requires_grad False) is never changed.
 The update depends on G only through its direction, so gradient clipping does not change it.
 Only the PCA weights are trained this way; `with_deacon` builds the ordinary optimiser for every
 other parameter and returns one object that steps both.
@@ -73,6 +84,14 @@ def gha_steps(weight: torch.Tensor, moment: torch.Tensor, n_steps: int, gha_lr: 
     return w
 
 
+def hebbian_direction(weight: torch.Tensor, moment: torch.Tensor, n_steps: int, gha_lr: float) -> torch.Tensor:
+    """F of the constrained step (float64): Sanger's F(W) for n_steps = 0, else the displacement
+    gha_steps(W) - W of the inner loop run on a copy of W."""
+    if n_steps <= 0:
+        return sanger_update(weight.double(), moment.double())
+    return gha_steps(weight, moment, n_steps, gha_lr) - weight.double()
+
+
 def pca_layers(model: nn.Module) -> list[PCALayer]:
     return [m for m in model.modules() if isinstance(m, PCALayer)]
 
@@ -85,7 +104,8 @@ class DeaconOptimizer(torch.optim.Optimizer):
     layers : iterable of tsrep.nn.deacon.PCALayer
         Each must have run a training forward pass (it records its input moment) and a backward
         pass (its weight's gradient is G) before `step`. A layer without a gradient gets the
-        GHA-only updates; a layer without a recorded moment is skipped.
+        GHA-only updates; a layer without a recorded moment, or whose weight does not require a
+        gradient (frozen), is left as it is.
     dP, xi, inner_steps, gha_lr : optional overrides of each layer's own settings.
     """
 
@@ -113,7 +133,7 @@ class DeaconOptimizer(torch.optim.Optimizer):
             )
         super().__init__(groups, defaults={})
         self._layers = {id(layer.weight): layer for layer in layers}
-        self.last_steps: list[torch.Tensor] = []  # the constrained dW of the latest step, per layer
+        self.last_steps: list[torch.Tensor] = []  # the dW applied by the latest step, per layer with a gradient
 
     @torch.no_grad()
     def step(self, closure: Callable | None = None):
@@ -124,6 +144,8 @@ class DeaconOptimizer(torch.optim.Optimizer):
         self.last_steps = []
         for group in self.param_groups:
             for p in group["params"]:
+                if not p.requires_grad:  # frozen (e.g. a pretrained encoder): no update of any kind
+                    continue
                 layer = self._layers.get(id(p))
                 moment = layer.input_moment if layer is not None else None
                 if moment is None:
@@ -131,12 +153,14 @@ class DeaconOptimizer(torch.optim.Optimizer):
                 # h x h arithmetic: on the CPU in float64 (hundreds of tiny kernels would cost more on a GPU).
                 moment = moment.detach().to("cpu", torch.float64)
                 w = p.detach().to("cpu", torch.float64)
-                if p.grad is not None:
+                if p.grad is None:  # no loss depends on W: nothing to keep, W follows GHA alone
+                    w = gha_steps(w, moment, group["inner_steps"], group["gha_lr"])
+                else:
                     grad = p.grad.detach().to("cpu", torch.float64)
-                    dw = deacon_step(grad, sanger_update(w, moment), group["dP"], group["xi"])
+                    hebb = hebbian_direction(w, moment, group["inner_steps"], group["gha_lr"])
+                    dw = deacon_step(grad, hebb, group["dP"], group["xi"])
                     self.last_steps.append(dw)
                     w = w + dw
-                w = gha_steps(w, moment, group["inner_steps"], group["gha_lr"])
                 p.copy_(w.to(device=p.device, dtype=p.dtype))
         return loss
 
