@@ -1,4 +1,4 @@
-"""The UCR benchmark configs (configs/ucr-dev.yaml, configs/ucr.yaml) load and validate (no training)."""
+"""The packaged UCR benchmark configs (tsrep/configs/ucr-dev.yaml, ucr.yaml) load and validate (no training)."""
 
 from tsrep.benchmarks import load_config
 from tsrep.data import list_datasets

@@ -1,6 +1,6 @@
 """`python -m tsrep`: the quick archive benchmark (seven models of paper 002's Tables I-II on shipped problems,
-offline; configs/quick.yaml, see tsrep.benchmarks.cli), or with --dataset NAME: train an EA-DC-Transformer on one
-problem shipped with aeon and print its test score."""
+offline; the 'quick' config that ships with tsrep, see tsrep.benchmarks.cli), or with --dataset NAME: train an
+EA-DC-Transformer on one problem shipped with aeon and print its test score."""
 
 from __future__ import annotations
 
@@ -42,9 +42,15 @@ def main(argv=None) -> int:
     parser.add_argument("--max-epochs", type=int, default=100)
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--n-blocks", type=int, default=3)
+    parser.add_argument("--n-heads", type=int, default=None,
+                        help="attention heads; must divide the attention width round(p * d_model) (default: the "
+                             "estimator's)")
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--beta", type=float, default=0.5)
     parser.add_argument("--p", type=float, default=0.25)
+    parser.add_argument("--min-steps", type=int, default=None,
+                        help="at least this many optimiser steps, raising --max-epochs where needed (default: the "
+                             "estimator's; 0: exactly --max-epochs)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -58,13 +64,18 @@ def main(argv=None) -> int:
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 
     task = SHIPPED[args.dataset]
-    X_train, y_train = load(args.dataset, "train")
-    X_test, y_test = load(args.dataset, "test")
     cls = EADCTransformerClassifier if task == "classification" else EADCTransformerRegressor
+    given = {k: v for k, v in (("n_heads", args.n_heads), ("min_steps", args.min_steps)) if v is not None}
     model = cls(
         d_model=args.d_model, n_blocks=args.n_blocks, alpha=args.alpha, beta=args.beta, p=args.p,
-        max_epochs=args.max_epochs, random_state=args.seed, device=args.device, verbose=not args.quiet,
+        max_epochs=args.max_epochs, random_state=args.seed, device=args.device, verbose=not args.quiet, **given,
     )
+    try:  # bad settings (n_heads not dividing the attention width, ...) are a usage error, before any data
+        model._validate_params()
+    except ValueError as err:
+        parser.error(f"invalid model settings: {err}")
+    X_train, y_train = load(args.dataset, "train")
+    X_test, y_test = load(args.dataset, "test")
     start = time.perf_counter()
     model.fit(X_train, y_train)
     pred = model.predict(X_test)

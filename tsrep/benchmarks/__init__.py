@@ -6,7 +6,7 @@ see tsrep.benchmarks.cli. Models by name: tsrep.models.get_model, and allow-list
 tsrep.benchmarks.published.
 """
 
-from tsrep.benchmarks.config import BenchmarkConfig, ConfigError, load_config, parse_config
+from tsrep.benchmarks.config import BenchmarkConfig, ConfigError, config_names, load_config, parse_config
 from tsrep.benchmarks.published import published_methods, published_results
 from tsrep.benchmarks.report import average_ranks, average_relative_difference, write_report
 from tsrep.benchmarks.run import Cell, make_cells, run_benchmark, run_cell
@@ -14,6 +14,6 @@ from tsrep.benchmarks.store import ResultStore
 
 __all__ = [
     "BenchmarkConfig", "Cell", "ConfigError", "ResultStore", "average_ranks", "average_relative_difference",
-    "load_config", "make_cells", "parse_config", "published_methods", "published_results", "run_benchmark",
-    "run_cell", "write_report",
+    "config_names", "load_config", "make_cells", "parse_config", "published_methods", "published_results",
+    "run_benchmark", "run_cell", "write_report",
 ]

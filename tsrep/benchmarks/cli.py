@@ -1,10 +1,13 @@
 """``tsrep-benchmark``: run an archive benchmark from a YAML config and write paper-style tables.
 
-    tsrep-benchmark                                   # configs/quick.yaml: shipped data, offline
+    tsrep-benchmark                                   # the packaged quick config: shipped data, offline
     tsrep-benchmark --config shipped-paper-budget --jobs 2
     tsrep-benchmark --config paper --device cuda      # the paper's 17 problems (download once)
     tsrep-benchmark --config quick --report-only      # tables and pictures from stored results
     tsrep-benchmark --config ucr-dev --published MiniROCKET HC2 --published-in-ranks
+
+--config takes a YAML file or a name: ./configs/<name>.yaml in the working directory (your own), else
+one of the configs that ship with tsrep (quick, shipped-paper-budget, paper, ucr-dev, ucr).
 
 Finished cells are stored in OUT/results.sqlite as they finish; running the same command again
 after an interruption runs only the missing cells. Outputs in OUT (default results/archive/<name>):
@@ -22,7 +25,8 @@ from pathlib import Path
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tsrep-benchmark", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default="quick", help="a YAML file, or a name in configs/ (default: quick)")
+    p.add_argument("--config", default="quick",
+                   help="a YAML file, or a name: ./configs/<name>.yaml here, else tsrep's own (default: quick)")
     p.add_argument("--out", help="output directory (default: results/archive/<config name>)")
     p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (processes; default 1)")
     p.add_argument("--threads", type=int, help="torch threads per job (default: CPU cores / jobs)")
@@ -76,9 +80,7 @@ def _override(raw: dict, args) -> dict:
 
 
 def main(argv=None) -> int:
-    import yaml
-
-    from tsrep.benchmarks.config import ConfigError, find_config, parse_config
+    from tsrep.benchmarks.config import ConfigError, parse_config, read_config
     from tsrep.benchmarks.published import STUDIES, published_methods
     from tsrep.benchmarks.registry import AEON_ESTIMATORS, AEON_PREFIX
     from tsrep.benchmarks.report import write_report
@@ -88,14 +90,8 @@ def main(argv=None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        path = find_config(args.config)
-        try:
-            raw = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path} is not valid YAML: {err}") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: a benchmark config must be a YAML mapping")
-        cfg = parse_config(_override(raw, args), name=path.stem, path=str(path))
+        raw, name, where = read_config(args.config)
+        cfg = parse_config(_override(raw, args), name=name, path=where)
     except (ConfigError, ValueError) as err:
         print(f"tsrep-benchmark: error: {err}", file=sys.stderr)
         return 2

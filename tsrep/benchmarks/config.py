@@ -1,4 +1,8 @@
-"""Benchmark configurations (YAML in ``configs/``): which models, datasets and seeds, with what budget.
+"""Benchmark configurations (YAML): which models, datasets and seeds, with what budget.
+
+A config is named by a path to a YAML file, or by a name looked up as ``configs/<name>.yaml`` in the
+working directory (your own configs), then among the configs that ship with tsrep (package data in
+``tsrep/configs``, read with importlib.resources): quick, shipped-paper-budget, paper, ucr-dev, ucr.
 
 Format (every key but ``models`` and one of ``datasets``/``collections`` is optional)::
 
@@ -52,13 +56,18 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from tsrep.benchmarks.published import resolve_methods, resolve_split
 from tsrep.benchmarks.registry import all_params, build_model, model_params, resolve_model
 from tsrep.data.archive import canonical_name, list_datasets
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 KEYS = (
     "name", "description", "datasets", "collections", "models", "seeds", "params", "model_params",
@@ -68,8 +77,10 @@ KEYS = (
 SELECTION_KEYS = ("validation_fraction", "refit")
 DATA_KEYS = ("offline", "cache_dir", "available_offline")
 
-# Where config names are looked up: ./configs, then the repository's configs/ next to the package.
-CONFIG_DIRS = (Path("configs"), Path(__file__).resolve().parents[2] / "configs")
+# Where a config name is looked up (after a path as given): ./configs of the working directory (users'
+# own configs, which override tsrep's), then the configs that ship inside the package (tsrep/configs).
+USER_CONFIG_DIR = Path("configs")
+CONFIG_SUFFIXES = (".yaml", ".yml")
 
 
 class ConfigError(ValueError):
@@ -299,30 +310,58 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
     return cfg
 
 
-def find_config(spec: str) -> Path:
-    """A config path, or a name looked up as configs/<name>.yaml (here, then in the repository)."""
+def packaged_configs() -> Traversable:
+    """The folder of the configs that ship with tsrep (package data; a Path in an ordinary install)."""
+    return resources.files("tsrep") / "configs"
+
+
+def config_names() -> list[str]:
+    """The names a config can be given by: ./configs/<name>.yaml here, then tsrep's packaged configs."""
+    names = []
+    for folder in (USER_CONFIG_DIR, packaged_configs()):
+        if folder.is_dir():
+            names += sorted(Path(e.name).stem for e in folder.iterdir()
+                            if e.is_file() and Path(e.name).suffix in CONFIG_SUFFIXES)
+    return list(dict.fromkeys(names))
+
+
+def find_config(spec) -> Path | Traversable:
+    """A config file: `spec` as a path if that file exists, else the name `spec` looked up as
+    ./configs/<spec>.yaml in the working directory, then among tsrep's packaged configs (a spec ending
+    in .yaml/.yml is a path only).
+
+    Returns a Path, or for a packaged config an importlib.resources Traversable (a Path in an ordinary
+    install); both have read_text() and name."""
     path = Path(spec)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise ConfigError(f"config file {spec} does not exist")
+    if path.is_file():
         return path
-    tried = []
-    for folder in CONFIG_DIRS:
-        for suffix in (".yaml", ".yml"):
+    if path.suffix in CONFIG_SUFFIXES:
+        raise ConfigError(f"config file {spec} does not exist")
+    for folder in (USER_CONFIG_DIR, packaged_configs()):
+        for suffix in CONFIG_SUFFIXES:
             candidate = folder / f"{spec}{suffix}"
-            tried.append(str(candidate))
             if candidate.is_file():
                 return candidate
-    raise ConfigError(f"no config named {spec!r}; looked for {', '.join(tried)}")
+    names = config_names()
+    raise ConfigError(f"no config named {spec!r}{_close(spec, names)}; available: {', '.join(names) or 'none'} "
+                      f"({USER_CONFIG_DIR}/<name>.yaml in the working directory, then tsrep's own), or a YAML file")
+
+
+def read_config(spec) -> tuple[dict, str, str]:
+    """The raw mapping of the config `spec` (find_config), its name (the file's stem) and where it was found."""
+    found = find_config(spec)
+    try:
+        raw = yaml.safe_load(found.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{found} is not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{found}: a benchmark config must be a YAML mapping, got {type(raw).__name__}")
+    return raw, Path(found.name).stem, str(found)
 
 
 def load_config(spec: str) -> BenchmarkConfig:
-    path = find_config(spec)
+    raw, name, where = read_config(spec)
     try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
-    try:
-        return parse_config(raw, name=path.stem, path=str(path))
+        return parse_config(raw, name=name, path=where)
     except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
+        raise ConfigError(f"{where}: {err}") from None

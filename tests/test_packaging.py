@@ -1,0 +1,166 @@
+"""Packaging: wheel and sdist build offline and carry their data (benchmark configs, published results, py.typed,
+LICENSE); a wheel installed into a fresh virtual environment runs ``python -m tsrep`` and ``tsrep-benchmark`` with
+its packaged configs. Also the lookup order of config names and the CLI's usage error for bad model settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+import tsrep
+from tsrep.benchmarks.config import ConfigError, config_names, find_config, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+# A distribution is built from a copy of these and of tsrep/, so the build writes nothing into the repository.
+SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in")
+PACKAGED_CONFIGS = sorted(p.name for p in (ROOT / "tsrep" / "configs").glob("*.yaml"))
+PUBLISHED_CSVS = sorted(p.name for p in (ROOT / "tsrep" / "benchmarks" / "data").glob("*.csv"))
+TIMEOUT = 300  # seconds for any one command; the whole file takes about 30 s on an idle 2-core machine
+
+
+def _env() -> dict:
+    """This environment's variables without those that would put other code on the path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env.update(OMP_NUM_THREADS="1", PYTHONNOUSERSITE="1", MPLBACKEND="Agg")
+    return env
+
+
+def _run(cmd, cwd, expect=0) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=_env(), capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == expect, f"{cmd} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+# ----------------------------------------------------------------------------- config lookup (in this process)
+
+
+def test_config_names_are_looked_up_as_path_then_working_directory_then_packaged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no configs/ here: the packaged ones
+    assert set(config_names()) == {Path(n).stem for n in PACKAGED_CONFIGS} >= {"quick", "paper", "ucr-dev"}
+    assert find_config("quick").read_text(encoding="utf-8") == (ROOT / "tsrep/configs/quick.yaml").read_text("utf-8")
+    assert load_config("quick").name == "quick"
+
+    tiny = {"datasets": ["BasicMotions"], "models": ["gru"], "params": {"max_epochs": 1}}
+    (tmp_path / "configs").mkdir()
+    for name in ("quick", "own"):  # a user's quick.yaml in ./configs overrides the packaged one
+        (tmp_path / "configs" / f"{name}.yaml").write_text(yaml.safe_dump({**tiny, "description": name}))
+    cfg = load_config("quick")
+    assert cfg.description == "quick" and cfg.models == ["gru"] and Path(cfg.path) == Path("configs/quick.yaml")
+    assert {"own", "quick", "paper"} <= set(config_names())
+
+    (tmp_path / "elsewhere.yml").write_text(yaml.safe_dump({**tiny, "name": "mine"}))
+    assert load_config("elsewhere.yml").name == "mine"  # a path as given comes first
+    assert load_config(str(tmp_path / "configs" / "own.yaml")).description == "own"
+    (tmp_path / "paper").mkdir()  # a folder named like a config is no config file: the name is looked up
+    assert load_config("paper").name == "paper" and len(load_config("paper").datasets) == 17
+
+    with pytest.raises(ConfigError, match=r"no config named 'quik' \(did you mean 'quick'\?\); available: .*paper"):
+        find_config("quik")
+    with pytest.raises(ConfigError, match="missing.yaml does not exist"):
+        find_config("missing.yaml")
+
+
+def test_cli_reports_heads_not_dividing_the_width_as_a_usage_error(capsys):
+    from tsrep.__main__ import main
+
+    # d_model=8, p=0.25: attention width 2, which 4 heads do not divide; said before any data is loaded
+    with pytest.raises(SystemExit) as exited:
+        main(["--dataset", "BasicMotions", "--d-model", "8", "--n-heads", "4", "--max-epochs", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "Traceback" not in err
+    assert "python -m tsrep: error: invalid model settings: n_heads=4 must divide the attention width" in err
+
+
+# ----------------------------------------------------------------------------- wheel and sdist
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory):
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCE_FILES:
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "tsrep", src / "tsrep", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    out = tmp_path_factory.mktemp("dist")
+    # Offline, with this environment's setuptools and build (the dev extra); build makes the sdist, then the wheel
+    # from the unpacked sdist, so a file missing from the sdist is missing from the wheel too.
+    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, src], cwd=src)
+    (wheel,), (sdist,) = list(out.glob("*.whl")), list(out.glob("*.tar.gz"))
+    return wheel, sdist
+
+
+def test_wheel_and_sdist_carry_license_typing_configs_and_published_results(dists):
+    wheel, sdist = dists
+    version = tsrep.__version__
+    assert wheel.name == f"tsrep-{version}-py3-none-any.whl" and PACKAGED_CONFIGS and len(PUBLISHED_CSVS) >= 2
+    data = {"tsrep/py.typed", *(f"tsrep/configs/{n}" for n in PACKAGED_CONFIGS),
+            *(f"tsrep/benchmarks/data/{n}" for n in PUBLISHED_CSVS)}
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        metadata = zf.read(f"tsrep-{version}.dist-info/METADATA").decode()
+    assert data | {f"tsrep-{version}.dist-info/licenses/LICENSE"} <= names
+    assert not any(n.startswith(("configs/", "tests/", "benchmarks/")) for n in names)
+    for line in (f"Version: {version}", "License-Expression: MIT", "License-File: LICENSE",
+                 "Project-URL: Changelog, ", "Classifier: Typing :: Typed"):
+        assert line in metadata, line
+    with tarfile.open(sdist) as tf:
+        sdist_names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
+    assert data | {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml"} <= sdist_names
+
+
+@pytest.fixture(scope="module")
+def installed(dists, tmp_path_factory):
+    """The wheel installed (no dependencies) into a fresh venv that finds this environment's dependencies."""
+    env_dir = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(env_dir)
+    bin_dir = env_dir / ("Scripts" if os.name == "nt" else "bin")
+    python = bin_dir / ("python.exe" if os.name == "nt" else "python")
+    work = tmp_path_factory.mktemp("work")  # the working directory: no tsrep/ and no configs/ here
+    site_packages = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              cwd=work).stdout.strip())
+    # torch, aeon, ... come from this environment: a .pth file puts its site-packages after the venv's own. Plain
+    # path lines do not run that folder's .pth files, so an editable tsrep installed there is not seen.
+    deps = dict.fromkeys(sysconfig.get_path(key) for key in ("purelib", "platlib"))
+    (site_packages / "_tsrep_test_dependencies.pth").write_text("\n".join(deps) + "\n")
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "--quiet",
+          dists[0]], cwd=work)
+    return env_dir, python, bin_dir, work
+
+
+def test_installed_wheel_runs_the_cli_with_its_packaged_configs(installed):
+    env_dir, python, bin_dir, work = installed
+    probe = (
+        "import json, tsrep, importlib.metadata as md; from importlib.resources import files; "
+        "from tsrep.benchmarks.config import config_names, find_config; "
+        "print(json.dumps({'file': tsrep.__file__, 'version': tsrep.__version__, 'dist': md.version('tsrep'), "
+        "'dist_at': str(md.distribution('tsrep').locate_file('')), 'quick': str(find_config('quick')), "
+        "'names': config_names(), 'typed': files('tsrep').joinpath('py.typed').is_file()}))"
+    )
+    info = json.loads(_run([python, "-c", probe], cwd=work).stdout.splitlines()[-1])
+    env_dir = env_dir.resolve()
+    for key in ("file", "dist_at", "quick"):  # the installed copy, not the source tree
+        assert Path(info[key]).resolve().is_relative_to(env_dir), (key, info[key])
+    assert info["version"] == info["dist"] == tsrep.__version__ and info["typed"]
+    assert Path(info["quick"]).name == "quick.yaml" and set(info["names"]) == {Path(n).stem for n in PACKAGED_CONFIGS}
+
+    benchmark = bin_dir / ("tsrep-benchmark.exe" if os.name == "nt" else "tsrep-benchmark")
+    assert "--config" in _run([benchmark, "--help"], cwd=work).stdout
+    listed = _run([benchmark, "--config", "quick", "--list", "--offline"], cwd=work).stdout
+    assert re.search(r"^quick: \d+ datasets x \d+ models x 1 seeds = \d+ cells", listed, re.M), listed
+    assert "no config" in _run([benchmark, "--config", "nope"], cwd=work, expect=2).stderr
+
+    out = _run([python, "-m", "tsrep", "--dataset", "GunPoint", "--max-epochs", "1", "--min-steps", "0",
+                "--d-model", "8", "--n-heads", "2", "--n-blocks", "1", "--device", "cpu", "--quiet"], cwd=work).stdout
+    assert re.search(r"GunPoint: EA-DC-Transformer accuracy [01]\.\d{4} .* epochs 1 \(kept 1\)", out), out
