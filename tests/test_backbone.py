@@ -1,9 +1,12 @@
 """The DC-Transformer backbone: padding equivalence, degenerate cases, padding-aware norms."""
 
+from unittest import mock
+
 import pytest
 import torch
 
 from tsrep.backbones import DCTransformerEncoder, split_width
+from tsrep.backbones.dc_transformer import DCTransformerLayer
 from tsrep.nn import AttentionMapEvolution, CausalDilatedConv1d, MaskedBatchNorm1d, MultiHeadAttention
 
 
@@ -60,16 +63,71 @@ def test_channel_split_follows_p():
     assert layer.attention.out.out_features == 16 and layer.conv.conv.out_channels == 48
 
 
+def _attention_calls(enc, x):
+    """Run enc(x) and return, per attention layer in call order, (module, input, prev_logits, output, logits)."""
+    calls = []
+    hooks = [
+        layer.attention.register_forward_hook(
+            lambda module, args, output: calls.append((module, args[0], args[2], *output))
+        )
+        for block in enc.blocks
+        for layer in block.layers
+    ]
+    try:
+        enc(x)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return calls
+
+
+def _heads(mha, x):
+    """(B, N, d) -> queries, keys, values (B, K, N, d_head) and S = Q K^T / sqrt(d_head) (B, K, N, N)."""
+    b, n, _ = x.shape
+    q, k, v = mha.qkv(x).view(b, n, 3, mha.n_heads, mha.head_dim).permute(2, 0, 3, 1, 4)
+    return v, q @ k.transpose(-2, -1) / mha.head_dim**0.5
+
+
+def _attend(mha, logits, v):
+    """softmax over keys, @ V, heads concatenated, W^O: (B, K, N, N), (B, K, N, d_head) -> (B, N, dim)."""
+    h = torch.softmax(logits, dim=-1) @ v
+    return mha.out(h.transpose(1, 2).flatten(2))
+
+
+def _check_evolving_chain(enc, x):
+    """Eq. 1 layer by layer, from each layer's own input and the previous attention layer's logits:
+    A_in = alpha * A_logit_prev + (1 - alpha) * S (S alone in the first layer),
+    A_logit = beta * ReLU(Conv2d(A_in)) + (1 - beta) * A_in, output softmax(A_logit) V W^O."""
+    calls = _attention_calls(enc, x)
+    assert len(calls) == 4  # 2 blocks x 2 layers: the chain crosses the block boundary too
+    carried = None
+    for mha, inputs, _, output, logits in calls:
+        evolution = mha.evolution
+        v, s = _heads(mha, inputs)
+        a_in = s if carried is None else evolution.alpha * carried + (1 - evolution.alpha) * s
+        conv = torch.nn.functional.conv2d(a_in, evolution.conv.weight, evolution.conv.bias, padding=1)
+        want = evolution.beta * conv.relu() + (1 - evolution.beta) * a_in
+        torch.testing.assert_close(logits, want)
+        torch.testing.assert_close(output, _attend(mha, want, v))
+        carried = logits
+
+
 def test_alpha_zero_beta_zero_is_plain_attention_and_logits_chain_through_layers():
     torch.manual_seed(0)
     x = torch.randn(2, 10, 3, dtype=torch.double)
-    # With alpha > 0 the last block's output depends on the first block's logits: perturbing the
-    # first layer's query weights changes it even with the first block's output fixed by the residual.
-    enc = _encoder(alpha=0.9, beta=0.0)
-    base = enc(x)
-    with torch.no_grad():
-        enc.blocks[0].layers[0].attention.qkv.weight[:8] += 0.5
-    assert not torch.allclose(base, enc(x))
+    # alpha = beta = 0: every attention layer is softmax(Q K^T / sqrt(d_head)) V W^O, nothing is carried.
+    for mha, inputs, prev_logits, output, logits in _attention_calls(_encoder(alpha=0.0, beta=0.0), x):
+        assert mha.evolution is None and prev_logits is None and logits is None
+        v, s = _heads(mha, inputs)
+        torch.testing.assert_close(output, _attend(mha, s, v))
+    # alpha, beta > 0: each layer's map evolves from the previous attention layer's logits (Eq. 1).
+    enc = _encoder(alpha=0.7, beta=0.4)
+    _check_evolving_chain(enc, x)
+    # The check sees a cut chain: every layer given no previous map.
+    forward = DCTransformerLayer.forward
+    cut = lambda layer, h, valid, prev_logits: forward(layer, h, valid, None)  # noqa: E731
+    with mock.patch.object(DCTransformerLayer, "forward", cut), pytest.raises(AssertionError):
+        _check_evolving_chain(enc, x)
 
 
 def test_causal_dilated_conv_sees_no_future():
