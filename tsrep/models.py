@@ -1,8 +1,8 @@
 """The models of paper 002's time-series tables by name: ``get_model("gru", "classification", d_model=128)``.
 
 Every model is an aeon estimator trained by the same harness (tsrep.estimators): same input
-handling, pooling, head, RAdam optimiser, dropout, learning rate and early stopping on a split of
-TRAIN. Baselines (Tables I-II) are BackboneClassifier/Regressor; the DC-Transformer, the
+handling, pooling, head and training recipe (optimiser, schedule, step budget, validation rule).
+Baselines (Tables I-II) are BackboneClassifier/Regressor; the DC-Transformer, the
 EA-DC-Transformer and the ablations of Tables III-IV are EADCTransformerClassifier/Regressor with
 the parameters that define them fixed:
 
