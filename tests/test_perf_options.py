@@ -219,6 +219,31 @@ def test_softmax_runs_in_fp32_under_bf16_autocast():
     assert seen == [torch.float32]
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("evolving", [True, False])
+def test_fp16_and_bf16_autocast_stay_finite_and_close_to_fp32_on_large_inputs(dtype, evolving):
+    """Inputs of magnitude ~50 give Q K^T beyond fp16's 65504: the attention map runs in fp32 under
+    fp16 autocast (bf16 has fp32's range). Train mode without dropout: batch statistics, deterministic."""
+    torch.manual_seed(0)
+    kw = {} if evolving else dict(alpha=0.0, beta=0.0)
+    encoder = DCTransformerEncoder(3, 40, d_model=32, n_blocks=2, n_heads=8, p=0.5, dropout=0.0, **kw)
+    model = SeriesModel(encoder, 3, "classification", "mean", 0.0).train()
+    x, valid = padded_batch()
+    x = 50 * x
+    outs, grads = [], []
+    for autocast_dtype in (None, dtype):
+        model.zero_grad()
+        model.encoder.autocast_dtype = autocast_dtype
+        out = model(x, valid)
+        F.cross_entropy(out, torch.tensor([0, 1, 2, 0])).backward()
+        outs.append(out.detach())
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert torch.isfinite(outs[1]).all() and torch.isfinite(grads[1]).all()
+    assert float((outs[1] - outs[0]).abs().max()) <= 0.05 * float(outs[0].abs().max())
+    if dtype == torch.float16:  # bf16's 8-bit mantissa makes near one-hot maps of large logits noisy
+        assert float(F.cosine_similarity(grads[0], grads[1], dim=0)) >= 0.99
+
+
 # ----------------------------------------------------------------------------- patch front end
 def test_patch_tokens_are_the_flattened_windows_and_masks_mark_any_valid_step():
     x = torch.arange(2 * 10 * 3, dtype=torch.float32).view(2, 10, 3)

@@ -130,7 +130,8 @@ class DCTransformerEncoder(nn.Module):
     Cost options (DESIGN.md section 1, Cost; none changes the maths of the layers):
     checkpointing: per-layer activation checkpointing (tsrep.nn.checkpointing), keeping only each
     layer's inputs (one carried (B, K, N, N) map per layer) and recomputing the rest in backward.
-    autocast_dtype (attribute, default None): run forward under torch.autocast with this dtype.
+    autocast_dtype (attribute, default None): run forward under torch.autocast with this dtype
+    (torch.bfloat16; with torch.float16 the attention maps run in fp32, past fp16's range).
     patch_len, patch_stride: PatchTST-style tokens of patch_len steps every patch_stride steps;
     downsample: tokens are means over windows of `downsample` steps (tsrep.nn.patching). With a
     front end, Z has one row per token, N = ceil(T / stride), and token_valid(valid) gives its mask.
@@ -211,7 +212,8 @@ class DCTransformerEncoder(nn.Module):
         if self.autocast_dtype is None:
             return self._encode(x, valid)
         # Mixed precision: products and convolutions in autocast_dtype, the attention softmax in fp32
-        # (tsrep.nn.attention), and what leaves the encoder in fp32 for the heads and the loss.
+        # (under fp16 the whole attention map: tsrep.nn.attention), and what leaves the encoder in
+        # fp32 for the heads and the loss.
         with torch.autocast(x.device.type, dtype=self.autocast_dtype):
             return self._encode(x, valid).float()
 

@@ -128,17 +128,42 @@ class MultiHeadAttention(nn.Module):
             k, v = F.linear(x, w_kv, b_kv).view(b, n, 2, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if self.interacting is not None:
             q, k, v = virtual_heads(q, k, v, self.interacting)
-        p_drop = self.dropout if self.training else 0.0
 
         if query is not None and query_valid is None and valid is not None:
             # The keys' padding says nothing about the queries of another stream.
             query_valid = torch.ones(b, q.shape[-2], dtype=torch.bool, device=q.device)
         out_valid = valid if query is None else query_valid
+        device = q.device.type
+        if torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.float16:
+            # fp16 ends at 65504: Q K^T of tokens of magnitude ~50 overflows to inf, and the softmax
+            # gives NaN. The map (logits, evolution, softmax, @ V) runs in fp32 instead; bf16 has
+            # fp32's range and keeps the autocast dtype. W^O below runs under autocast again.
+            with torch.autocast(device, enabled=False):
+                h, logits = self._attend(q.float(), k.float(), v.float(), valid, prev_logits, need_logits, query_valid)
+        else:
+            h, logits = self._attend(q, k, v, valid, prev_logits, need_logits, query_valid)
+        return self._merge_heads(h, out_valid), logits
+
+    def _attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        valid: torch.Tensor | None,
+        prev_logits: torch.Tensor | None,
+        need_logits: bool,
+        query_valid: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """
+        q: (B, K, M, d_head); k, v: (B, K, N, d_head); valid, prev_logits, need_logits, query_valid as in forward
+        returns: head outputs (B, K, M, d_head); logits (B, K, M, N) or None (plain attention)
+        """
+        n = k.shape[-2]
+        p_drop = self.dropout if self.training else 0.0
         if self.evolution is None and not need_logits:
             # Plain attention: let PyTorch pick its fused kernel.
             mask = self._attend_mask(valid, q.shape[-2], n, q.device)
-            h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
-            return self._merge_heads(h, out_valid), None
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop), None
 
         # Scaling q (B, K, M, d_head) instead of the map saves a pass over the (B, K, M, N) map.
         scale = 1.0 / math.sqrt(self.head_dim)
@@ -155,8 +180,7 @@ class MultiHeadAttention(nn.Module):
         # Softmax in at least fp32 (bf16/fp16 logits lose the small differences that matter here),
         # dropout with cheaper random draws than F.dropout, @ V, keeping one fp32 map for backward
         # (tsrep.nn.map_dropout).
-        h = attend_values(scores, v, p_drop)
-        return self._merge_heads(h, out_valid), logits
+        return attend_values(scores, v, p_drop), logits
 
     def _attend_mask(self, valid: torch.Tensor | None, m: int, n: int, device) -> torch.Tensor | None:
         """(B or 1, 1, M or 1, N) bool, True where a query may attend to a key; None: everywhere."""
