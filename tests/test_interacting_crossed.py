@@ -97,6 +97,21 @@ def test_head_count_rule_eq_13_says_so_rather_than_clamping():
     assert clf.module_.encoder.blocks[0].layers[0].attention.n_heads == TINY["n_heads"]  # not clamped
 
 
+@pytest.mark.parametrize("front_end", [dict(patch_len=16), dict(patch_len=32, patch_stride=16), dict(downsample=16)])
+def test_head_count_rule_counts_tokens_with_a_patch_or_downsample_front_end(front_end):
+    """With tokens of stride 16, series of 64 and 40 steps are 4 and 3 tokens: Eq. 13's n is 3.5, not 52."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(2, 64 if i % 2 else 40)) for i in range(8)]
+    params = {**TINY, "attention": "interacting", "d_model": 64, "p": 0.5, "patch_len": None, **front_end}
+    with pytest.warns(UserWarning, match=r"h_max = d / n = 32 / 3\.5 = 9\.14 -> 9"):
+        EADCTransformerClassifier(**{**params, "n_heads": 16}).fit(X, np.array([0, 1] * 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # 8 heads <= h_max = 9: nothing to say
+        EADCTransformerClassifier(**{**params, "n_heads": 8}).fit(X, np.array([0, 1] * 4))
+    with pytest.warns(UserWarning, match=r"h_max = d / n = 32 / 52\.0"):  # one token per step
+        EADCTransformerClassifier(**{**params, **dict.fromkeys(front_end), "n_heads": 8}).fit(X, np.array([0, 1] * 4))
+
+
 # ----------------------------------------------------------------------------- crossed co-attention
 def _crossed(**kw):
     torch.manual_seed(0)

@@ -33,7 +33,7 @@ from tsrep.estimators._recipe import (
     validate_recipe,
 )
 from tsrep.estimators._ensemble import fit_members
-from tsrep.nn.patching import resolve_front_end
+from tsrep.nn.patching import n_tokens, resolve_front_end
 from tsrep.estimators._cost import apply_cost_options, validate_cost_options
 from tsrep.estimators._pretraining import build_encoder, pretrain_stage, start_from_checkpoint, validate_pretraining
 
@@ -410,8 +410,12 @@ class EADCTransformerMixin:
         data = self._prepare_X(X, fit=True)
         data.targets = targets
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
-            mean_length = float(data.valid.sum(1).float().mean())
-            check_interacting_heads(self.n_heads, split_width(self.d_model, self.p)[0], mean_length)
+            # n counts the tokens attention sees: one per stride of a patch or downsample front end
+            # (patch_stride None: the patch length); a checkpoint's encoder has one token per step.
+            from_checkpoint = self.encoder_config_ is not None
+            stride = 1 if from_checkpoint else self.patch_stride_ or self.patch_len_ or self.downsample or 1
+            mean_tokens = float(np.mean([n_tokens(int(length), stride) for length in data.valid.sum(1)]))
+            check_interacting_heads(self.n_heads, split_width(self.d_model, self.p)[0], mean_tokens)
         rng = np.random.default_rng(seed)
         data.weights = weights
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))

@@ -16,8 +16,9 @@ path (fused kernel, evolving step, padding mask) for every kind. With evolving a
 convolution then runs over the h*h (or h) virtual-head channels.
 
 Head-count rule (Eq. 13): h_max = d / n, with d the attention width and n the mean training
-sequence length. For time series n is the series length and d / n is often below 2: the helpers
-say so (a warning), they never change n_heads behind the user's back.
+sequence length. For time series n is the number of tokens attention sees (the series length, or
+about length / stride with a patch or downsample front end) and d / n is often below 2: the
+helpers say so (a warning), they never change n_heads behind the user's back.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def check_interacting_heads(n_heads: int, d: int, mean_length: float, warn: bool
         warnings.warn(
             f"interacting-head attention with n_heads={n_heads} exceeds the paper's head-count rule "
             f"(Eq. 13) h_max = d / n = {d} / {mean_length:.1f} = {d / mean_length:.2f} -> {h_max} "
-            f"(d: attention width round(p * d_model), n: mean training series length). The heads "
+            f"(d: attention width round(p * d_model), n: mean tokens per training series). The heads "
             "are kept as given; for time series the rule usually allows a single head.",
             UserWarning,
             stacklevel=3,
