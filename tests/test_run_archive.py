@@ -185,6 +185,7 @@ def test_tiny_benchmark_stores_resumes_and_writes_tables(tmp_path, monkeypatch):
     md = report["markdown"]
     assert "| BasicMotions |" in md and "| CardanoSentiment |" in md
     assert "Avg Rank (over 1 datasets)" in md and "Avg Rel. diff" in md and "Avg Accuracy" in md
+    assert "Avg fit+predict s (over 1 datasets)" in md  # cost beside quality
     csv = pd.read_csv(tmp_path / "report" / "regression.csv")
     assert {"gru", "gru_n_params", "dc-transformer_paper"} <= set(csv.columns)
 

@@ -8,7 +8,8 @@ for that dataset and model. Under it:
   average rank), averaged over datasets;
 - Avg Rel. diff (regression, Eq. 12): r_j = 1/N sum_i (r_ij - R_i) / R_i with R_i the mean RMSE of
   all compared models on dataset i; negative is better than the average model;
-- Avg Accuracy (classification).
+- Avg Accuracy (classification);
+- Avg fit+predict s: the mean seconds of a cell (fit on TRAIN, predict TEST), cost beside quality.
 
 A last, unranked column gives the score of a constant prediction fitted on TRAIN (majority class,
 or the mean training target): a model that does not beat it has learnt nothing.
@@ -95,13 +96,16 @@ def average_relative_difference(scores: pd.DataFrame) -> pd.Series:
 
 
 def aggregate(df: pd.DataFrame) -> pd.DataFrame:
-    """Stored rows -> one row per (task, dataset, model): mean, std and count over seeds, mean #params."""
+    """Stored rows -> one row per (task, dataset, model): mean, std and count over seeds, mean #params,
+    mean seconds of a cell (fit + predict)."""
     ok = df[df["status"] == "ok"]
+    if "seconds" not in ok.columns:
+        ok = ok.assign(seconds=np.nan)
     if ok.empty:
-        return pd.DataFrame(columns=["task", "dataset", "model", "score", "std", "n_seeds", "n_params"])
+        return pd.DataFrame(columns=["task", "dataset", "model", "score", "std", "n_seeds", "n_params", "seconds"])
     grouped = ok.groupby(["task", "dataset", "model"], sort=False)
     out = grouped.agg(score=("score", "mean"), std=("score", "std"), n_seeds=("score", "size"),
-                      n_params=("n_params", "mean")).reset_index()
+                      n_params=("n_params", "mean"), seconds=("seconds", "mean")).reset_index()
     return out
 
 
@@ -142,6 +146,7 @@ def reference_scores(datasets, offline=None, cache_dir=None) -> dict[str, float]
 
 
 REFERENCE_LABEL = {"classification": "Majority class", "regression": "Train mean"}
+SECONDS_ROW = "Avg fit+predict s"
 
 
 def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[str], published=None,
@@ -161,6 +166,10 @@ def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[s
             summary["Avg Rel. diff"] = average_relative_difference(complete)
         else:
             summary["Avg Accuracy"] = complete.mean(axis=0)
+    seconds = sub.pivot(index="dataset", columns="model", values="seconds").reindex(index=datasets, columns=models)
+    if len(complete) and seconds.notna().any().any():
+        # Cost beside quality: mean fit + predict seconds per problem (published columns have none).
+        summary[SECONDS_ROW] = seconds.loc[complete.index].mean(axis=0)
     return {"scores": scores, "complete": complete, "summary": summary, "datasets": datasets, "sub": sub,
             "published": extra, "published_in_ranks": published_in_ranks and len(extra.columns) > 0}
 
@@ -203,10 +212,10 @@ def render_markdown(table: dict, task: str, models: list[str], paper: bool = Tru
     n = len(table["complete"])
     paper_rows = paper and _paper_summary_applies(task, table["complete"], models)
     for name, values in table["summary"].items():
-        digits = 2 if name == "Avg Rank" else 3
+        digits = {"Avg Rank": 2, SECONDS_ROW: 1}.get(name, 3)
         cells = []
         for m in models:
-            text = f"{values[m]:.{digits}f}"
+            text = "n/a" if pd.isna(values[m]) else f"{values[m]:.{digits}f}"
             if paper_rows and m in PAPER_SUMMARY[task].get(name, {}):
                 text += f" (paper {PAPER_SUMMARY[task][name][m]:g})"
             cells.append(text)
