@@ -91,14 +91,20 @@ def reference_attention(x, mha, valid, prev):
     return mha.out(torch.cat(heads, -1)), logits
 
 
-@pytest.mark.parametrize("alpha,beta", [(0.0, 0.0), (0.5, 0.5)])
-def test_attention_matches_per_head_reference(alpha, beta):
+def _attention_case(alpha, beta):
+    """A 4-head attention (5 -> 8) in eval mode, two series of 7 and 5 steps, a previous map when alpha > 0."""
     torch.manual_seed(0)
     mha = MultiHeadAttention(5, 8, 4, alpha=alpha, beta=beta).double().eval()
     x = torch.randn(2, 7, 5, dtype=torch.double)
     valid = torch.ones(2, 7, dtype=torch.bool)
     valid[1, 5:] = False
     prev = torch.randn(2, 4, 7, 7, dtype=torch.double) if alpha > 0 else None
+    return mha, x, valid, prev
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.0, 0.0), (0.5, 0.5)])
+def test_attention_matches_per_head_reference(alpha, beta):
+    mha, x, valid, prev = _attention_case(alpha, beta)
     out, logits = mha(x, valid, prev, need_logits=True)
     ref_out, ref_logits = reference_attention(x, mha, valid, prev)
     torch.testing.assert_close(out, ref_out)
@@ -108,6 +114,29 @@ def test_attention_matches_per_head_reference(alpha, beta):
         fused, none = mha(x, valid)
         assert none is None
         torch.testing.assert_close(fused, out)
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.0, 0.0), (0.5, 0.5)])
+@pytest.mark.parametrize("kind", ["tensor", "callable"])
+def test_attention_adds_a_logit_bias_to_s_before_evolution_and_softmax(alpha, beta, kind):
+    """logit_bias is part of S in Eq. 1: softmax(evolve(Q K^T / sqrt(d_head) + bias)) V W^O; a callable gets
+    the scaled queries (for query-dependent terms such as relative-position logits)."""
+    mha, x, valid, prev = _attention_case(alpha, beta)
+    q, k, v = mha.qkv(x).view(2, 7, 3, 4, 2).permute(2, 0, 3, 1, 4)  # (B, K, N, d_head) each
+    table = torch.randn(7, 2, dtype=torch.double)
+    if kind == "callable":
+        logit_bias, bias = (lambda scaled: scaled @ table.T), q / math.sqrt(2) @ table.T  # noqa: E731
+    else:
+        logit_bias = bias = torch.randn(1, 4, 7, 7, dtype=torch.double)
+    out, logits = mha(x, valid, prev, need_logits=True, logit_bias=logit_bias)
+    want_logits = q @ k.transpose(-2, -1) / math.sqrt(2) + bias
+    if mha.evolution is not None:
+        want_logits = mha.evolution(want_logits, prev, valid)
+    torch.testing.assert_close(logits, want_logits)
+    heads = torch.softmax(want_logits.masked_fill(~valid[:, None, None, :], float("-inf")), -1) @ v
+    torch.testing.assert_close(out, mha.out(heads.transpose(1, 2).reshape(2, 7, 8)))
+    if alpha == beta == 0:  # the fused kernel takes the bias as a float mask
+        torch.testing.assert_close(mha(x, valid, logit_bias=logit_bias)[0], out)
 
 
 def test_attention_rejects_heads_not_dividing_width():

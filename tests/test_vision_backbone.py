@@ -36,6 +36,13 @@ def _raw_logits(attention, tokens):
     return q @ k.transpose(-2, -1) / math.sqrt(attention.head_dim)
 
 
+def _scaled_queries(attention, tokens):
+    """Q / sqrt(d_head) of a MultiHeadAttention over (B, N, dim_in) tokens -> (B, K, N, d_head)."""
+    b, n, _ = tokens.shape
+    q = attention.qkv(tokens).view(b, n, 3, attention.n_heads, attention.head_dim)[:, :, 0].transpose(1, 2)
+    return q / math.sqrt(attention.head_dim)
+
+
 # ----------------------------------------------------------------------------------------------- EA-ViT
 
 
@@ -161,18 +168,19 @@ def test_vit_learns_sklearn_digits(alpha, beta):
 
 def _aa(**kw):
     torch.manual_seed(0)
-    args = {"in_channels": 3, "out_channels": 16, "kernel_size": 3, "n_heads": 4, "alpha": 0.5, "beta": 1.0}
+    args = {"in_channels": 3, "out_channels": 16, "kernel_size": 3, "n_heads": 4, "alpha": 0.5, "beta": 1.0,
+            "feature_size": 4}
     args.update(kw)
     return AttentionAugmentedConv2d(**args).double().eval()
 
 
 def test_aa_conv_shapes_and_channel_split():
-    layer = _aa()
+    layer = _aa(feature_size=(6, 5))
     assert layer.attn_channels == 8 and layer.conv.out_channels == 8  # half from attention by default
     y, logits = layer(torch.randn(2, 3, 6, 5, dtype=torch.double))
     assert y.shape == (2, 16, 6, 5) and logits.shape == (2, 4, 30, 30)
 
-    conv_only = _aa(attn_channels=0)
+    conv_only = _aa(attn_channels=0, feature_size=None)
     y, logits = conv_only(torch.randn(2, 3, 6, 5, dtype=torch.double))
     assert conv_only.attention is None and y.shape == (2, 16, 6, 5) and logits is None
     attn_only = _aa(attn_channels=16)
@@ -182,24 +190,64 @@ def test_aa_conv_shapes_and_channel_split():
     assert plain(torch.randn(1, 3, 4, 4, dtype=torch.double), need_logits=True)[1].shape == (1, 4, 16, 16)
 
 
-def test_aa_conv_attention_half_is_attention_over_pixels():
-    """The attention channels are softmax(Q K^T / sqrt(d)) V W^O over the H*W pixels (Bello et al., Eq. 1-2)."""
-    layer = _aa(alpha=0.0, beta=0.0)
+def _relative_logits_by_loops(layer, q, height, width):
+    """q_i . r^H_{h_j - h_i} + q_i . r^W_{w_j - w_i} for scaled queries q (B, K, H*W, d), pixel by pixel."""
+    rel = layer.relative_logits
+    out = torch.zeros(*q.shape[:2], height * width, height * width, dtype=q.dtype)
+    for i in range(height * width):
+        for j in range(height * width):
+            (hi, wi), (hj, wj) = divmod(i, width), divmod(j, width)
+            r = rel.height_embedding[hj - hi + height - 1] + rel.width_embedding[wj - wi + width - 1]
+            out[:, :, i, j] = q[:, :, i] @ r
+    return out
+
+
+@pytest.mark.parametrize("alpha, beta", [(0.0, 0.0), (0.5, 1.0)])
+def test_aa_conv_attention_half_is_attention_over_pixels_with_relative_logits(alpha, beta):
+    """The attention channels are softmax((Q K^T + S^H_rel + S^W_rel) / sqrt(d)) V W^O over the H*W pixels
+    (Bello et al.), evolved by Eq. 1 of the evolving-attention paper when alpha or beta > 0."""
+    layer = _aa(alpha=alpha, beta=beta, feature_size=(5, 4))
     x = torch.randn(2, 3, 5, 4, dtype=torch.double)
     y, _ = layer(x)
     mha = layer.attention
     tokens = x.flatten(2).transpose(1, 2)  # (B, 20, 3), pixels in row-major order
     b, n, _ = tokens.shape
     q, k, v = mha.qkv(tokens).view(b, n, 3, 4, 2).permute(2, 0, 3, 1, 4)
-    h = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(2), -1) @ v
+    logits = (q @ k.transpose(-2, -1) + _relative_logits_by_loops(layer, q, 5, 4)) / math.sqrt(2)
+    if beta > 0:  # the map convolution of one image row pair at a time (see the row-boundary test)
+        logits = layer.attention.evolution._from_grid(
+            _eq1(layer.attention.evolution._to_grid(logits), None, alpha, beta, mha.evolution.conv), b
+        )
+    h = torch.softmax(logits, -1) @ v
     expected = mha.out(h.transpose(1, 2).reshape(b, n, 8)).transpose(1, 2).reshape(2, 8, 5, 4)
     torch.testing.assert_close(y[:, 8:], expected, atol=1e-10, rtol=1e-8)
     torch.testing.assert_close(y[:, :8], layer.conv(x))
 
 
-@pytest.mark.parametrize("feature_size", [None, (7, 7)])
-def test_aa_conv_attention_sees_far_pixels_and_conv_does_not(feature_size):
-    layer = _aa(feature_size=feature_size)
+def test_aa_conv_logits_follow_relative_positions():
+    """Shifting an image by one pixel shifts its logits with it (S depends on contents and offsets only),
+    and a constant image's logits depend on the offset between query and key, not on where they are."""
+    layer = _aa(alpha=0.0, beta=0.0, attn_channels=16, feature_size=(5, 6))
+    x = torch.randn(1, 3, 5, 6, dtype=torch.double)
+    logits = layer(x, need_logits=True)[1].view(4, 5, 6, 5, 6)  # (K, h_q, w_q, h_k, w_k)
+    right = torch.zeros_like(x)
+    right[..., 1:] = x[..., :-1]
+    shifted = layer(right, need_logits=True)[1].view(4, 5, 6, 5, 6)
+    torch.testing.assert_close(shifted[:, :, 1:, :, 1:], logits[:, :, :-1, :, :-1])
+    down = torch.zeros_like(x)
+    down[..., 1:, :] = x[..., :-1, :]
+    shifted = layer(down, need_logits=True)[1].view(4, 5, 6, 5, 6)
+    torch.testing.assert_close(shifted[:, 1:, :, 1:], logits[:, :-1, :, :-1])
+
+    flat = layer(torch.ones(1, 3, 5, 6, dtype=torch.double), need_logits=True)[1].view(4, 5, 6, 5, 6)
+    torch.testing.assert_close(flat[:, 1:, :, 1:], flat[:, :-1, :, :-1])  # the same offsets one row down
+    torch.testing.assert_close(flat[:, :, 1:, :, 1:], flat[:, :, :-1, :, :-1])  # ... one column right
+    # One query, keys at different offsets: different logits in every head (equal without positions).
+    assert flat[:, 2, 3].flatten(1).std(1).min() > 1e-2
+
+
+def test_aa_conv_attention_sees_far_pixels_and_conv_does_not():
+    layer = _aa(feature_size=(7, 7))
     x = torch.randn(1, 3, 7, 7, dtype=torch.double)
     moved = x.clone()
     moved[:, :, 0, 0] += 3.0  # a corner pixel, outside the 3 x 3 window of the opposite corner
@@ -210,13 +258,58 @@ def test_aa_conv_attention_sees_far_pixels_and_conv_does_not(feature_size):
     assert far[8:].abs().max() > 1e-3  # attention half: every pixel attends to every pixel
 
 
+def test_aa_conv_map_convolution_never_mixes_across_a_row_boundary():
+    """In raster order pixel (h, W-1) is followed by (h+1, 0): a 3 x 3 map convolution over the flattened
+    map would mix them. A change of the carried map at a row start reaches only the cells whose query
+    and key lie in the same image rows as the changed cell's, at most one column away."""
+    layer = _aa(alpha=0.5, beta=1.0, attn_channels=16, feature_size=(3, 4))
+    x = torch.randn(1, 3, 3, 4, dtype=torch.double)
+    prev = torch.randn(1, 4, 12, 12, dtype=torch.double)
+    base = layer(x, prev)[1].view(4, 3, 4, 3, 4)
+    for query, key in [((1, 0), (2, 0)), ((2, 3), (0, 3)), ((1, 3), (1, 0))]:
+        bumped = prev.clone().view(1, 4, 3, 4, 3, 4)
+        bumped[0, :, query[0], query[1], key[0], key[1]] += 100.0
+        changed = (layer(x, bumped.view(1, 4, 12, 12))[1].view(4, 3, 4, 3, 4) != base).any(0).nonzero().tolist()
+        assert changed  # the bump reaches its neighbours ...
+        for hq, wq, hk, wk in changed:  # ... within its own image rows only
+            assert (hq, hk) == (query[0], key[0]) and abs(wq - query[1]) <= 1 and abs(wk - key[1]) <= 1
+
+
+def test_map_convolution_on_a_grid_is_the_flat_convolution_without_wrapping_taps():
+    """The grid convolution equals the k x k convolution of the flattened (H*W x H*W) map with every tap
+    that reads a pixel of another image row (a wrap-around) removed."""
+    torch.manual_seed(0)
+    height, width, k = 3, 4, 3
+    evolution = AttentionMapEvolution(2, 0.0, 1.0, k, grid=(height, width)).double()
+    a = torch.randn(2, 2, height * width, height * width, dtype=torch.double)
+    conv = evolution.conv
+    n, r = height * width, k // 2
+    padded = F.pad(a, (r,) * 4)
+    column = torch.arange(n) % width  # image column of each query (rows of the map) and key (columns)
+    inside = lambda d: (column + d >= 0) & (column + d < width)  # noqa: E731  (column + d stays in its image row)
+    expected = conv.bias[None, :, None, None].expand_as(a).clone()
+    for di in range(-r, r + 1):
+        for dj in range(-r, r + 1):
+            keep = inside(di)[:, None] & inside(dj)[None, :]
+            shifted = padded[..., r + di : r + di + n, r + dj : r + dj + n]
+            tap = torch.einsum("oc,bcmn->bomn", conv.weight[:, :, di + r, dj + r], shifted)
+            expected = expected + tap * keep
+    torch.testing.assert_close(evolution(a), torch.relu(expected))
+    flat = AttentionMapEvolution(2, 0.0, 1.0, k).double()
+    flat.load_state_dict(evolution.state_dict())
+    assert not torch.allclose(flat(a), evolution(a))  # the flat convolution does wrap
+
+
 def test_aa_conv_stack_evolves_the_maps():
     first, second = _aa(), _aa(in_channels=16)
     x = torch.randn(2, 3, 4, 4, dtype=torch.double)
     h, logits1 = first(x)
     y, logits2 = second(h, logits1)
-    s2 = _raw_logits(second.attention, h.flatten(2).transpose(1, 2))
-    expected = _eq1(s2, logits1, 0.5, 1.0, second.attention.evolution.conv)
+    evolution = second.attention.evolution
+    tokens = h.flatten(2).transpose(1, 2)
+    s2 = _raw_logits(second.attention, tokens) + second.relative_logits(_scaled_queries(second.attention, tokens))
+    on_grid = _eq1(evolution._to_grid(s2), evolution._to_grid(logits1), 0.5, 1.0, evolution.conv)
+    expected = evolution._from_grid(on_grid, 2)
     torch.testing.assert_close(logits2, expected, atol=1e-10, rtol=1e-8)
     # The second layer's output depends on the carried maps, not only on its input.
     y_alone, _ = second(h, None)
@@ -232,6 +325,7 @@ def test_aa_conv_stack_evolves_the_maps():
         ({"attn_channels": 6}, "n_heads=4 must be >= 1 and divide the attention width 6"),
         ({"in_channels": 0}, "in_channels"),
         ({"feature_size": (4, 0)}, "feature_size"),
+        ({"feature_size": None}, "feature_size .* is required when the layer has attention"),
     ],
 )
 def test_aa_conv_bad_construction_arguments(kwargs, match):

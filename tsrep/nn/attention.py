@@ -1,6 +1,7 @@
 """Multi-head self-attention that exposes its pre-softmax logits, with evolving attention as a flag.
 
-One module serves plain attention (alpha = beta = 0) and evolving attention (paper 002, Eq. 1):
+One module serves plain attention (alpha = beta = 0) and evolving attention (Wang et al.,
+"Convolution-enhanced Evolving Attention Networks", Eq. 1):
 the evolution is an optional step between the logits and the softmax, so every backbone that
 uses this module gets the same evolving-attention code.
 """
@@ -8,6 +9,7 @@ uses this module gets the same evolving-attention code.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -36,11 +38,11 @@ class MultiHeadAttention(nn.Module):
     dropout : float
         Dropout on the attention weights.
     interacting : {None, "pairs", "summed"}
-        Interacting-head attention (paper 003, tsrep.nn.interacting): every query head with every
+        Interacting-head attention (Li and Luo, tsrep.nn.interacting): every query head with every
         key head (h*h maps, W^O: h*h*d_head -> dim), or Algorithm 1's summed logits (h maps).
         The evolving step then convolves over the h*h (or h) maps.
     head_mixing : {None, "deacon-direct", "deacon-average", "deacon-nonlinear"}
-        DEACON PCA layer over the head outputs before W^O (paper 001, tsrep.nn.deacon).
+        DEACON PCA layer over the head outputs before W^O (Ampazis and Sakketou, tsrep.nn.deacon).
     deacon_m : int or None
         Components the PCA layer keeps (None: all heads); W^O is sized by it.
     deacon_settings : dict or None
@@ -50,6 +52,9 @@ class MultiHeadAttention(nn.Module):
     map_conv_mask : {None, "full", "causal", "cross"}
         Mask of the map convolution (tsrep.nn.evolving); None: "causal" when causal else "full".
         Encoder-decoder attention uses "cross".
+    map_grid : (int, int) or None
+        (H, W) when the tokens are the pixels of an H x W feature map in raster order: the map
+        convolution then never mixes across an image row boundary (tsrep.nn.evolving).
     """
 
     def __init__(
@@ -67,6 +72,7 @@ class MultiHeadAttention(nn.Module):
         deacon_settings: dict | None = None,
         causal: bool = False,
         map_conv_mask: str | None = None,
+        map_grid: tuple[int, int] | None = None,
     ):
         super().__init__()
         if n_heads < 1 or dim % n_heads != 0:
@@ -88,7 +94,7 @@ class MultiHeadAttention(nn.Module):
         if map_conv_mask is None:
             map_conv_mask = "causal" if causal else "full"
         self.evolution = (
-            AttentionMapEvolution(n_maps, alpha, beta, map_kernel_size, conv_mask=map_conv_mask)
+            AttentionMapEvolution(n_maps, alpha, beta, map_kernel_size, conv_mask=map_conv_mask, grid=map_grid)
             if (alpha > 0 or beta > 0)
             else None
         )
@@ -105,6 +111,7 @@ class MultiHeadAttention(nn.Module):
         need_logits: bool = False,
         query: torch.Tensor | None = None,
         query_valid: torch.Tensor | None = None,
+        logit_bias: torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         x:           (B, N, dim_in) input of keys and values (and of queries for self-attention)
@@ -115,6 +122,10 @@ class MultiHeadAttention(nn.Module):
                      None: self-attention, M = N.
         query_valid: (B, M) bool of valid queries when `query` is given (None: all valid); padded
                      query rows are only zeroed in the map, their outputs are whatever the caller masks
+        logit_bias:  added to Q K^T / sqrt(d_head), before the evolution (it is part of this layer's
+                     S in Eq. 1) and the softmax: a tensor broadcastable to (B, K, M, N), or a callable
+                     of the scaled queries Q / sqrt(d_head) (B, K, M, d_head) returning one, for
+                     query-dependent terms such as relative-position logits (Bello et al.)
         returns:     out (B, M, dim); logits (B, K, M, N) finite and unmasked, carried to the next
                      layer (None for plain attention unless need_logits)
         """
@@ -139,9 +150,11 @@ class MultiHeadAttention(nn.Module):
             # gives NaN. The map (logits, evolution, softmax, @ V) runs in fp32 instead; bf16 has
             # fp32's range and keeps the autocast dtype. W^O below runs under autocast again.
             with torch.autocast(device, enabled=False):
-                h, logits = self._attend(q.float(), k.float(), v.float(), valid, prev_logits, need_logits, query_valid)
+                h, logits = self._attend(
+                    q.float(), k.float(), v.float(), valid, prev_logits, need_logits, query_valid, logit_bias
+                )
         else:
-            h, logits = self._attend(q, k, v, valid, prev_logits, need_logits, query_valid)
+            h, logits = self._attend(q, k, v, valid, prev_logits, need_logits, query_valid, logit_bias)
         return self._merge_heads(h, out_valid), logits
 
     def _attend(
@@ -153,25 +166,34 @@ class MultiHeadAttention(nn.Module):
         prev_logits: torch.Tensor | None,
         need_logits: bool,
         query_valid: torch.Tensor | None,
+        logit_bias: torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
-        q: (B, K, M, d_head); k, v: (B, K, N, d_head); valid, prev_logits, need_logits, query_valid as in forward
+        q: (B, K, M, d_head); k, v: (B, K, N, d_head); the rest as in forward
         returns: head outputs (B, K, M, d_head); logits (B, K, M, N) or None (plain attention)
         """
         n = k.shape[-2]
         p_drop = self.dropout if self.training else 0.0
+        scale = 1.0 / math.sqrt(self.head_dim)
+        if callable(logit_bias):
+            logit_bias = logit_bias(q * scale)
+        if logit_bias is not None:
+            logit_bias = logit_bias.to(q.dtype)
         if self.evolution is None and not need_logits:
-            # Plain attention: let PyTorch pick its fused kernel.
+            # Plain attention: let PyTorch pick its fused kernel (a float mask is added to the logits).
             mask = self._attend_mask(valid, q.shape[-2], n, q.device)
+            if logit_bias is not None:
+                mask = logit_bias if mask is None else logit_bias.masked_fill(~mask, float("-inf"))
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop), None
 
         # Scaling q (B, K, M, d_head) instead of the map saves a pass over the (B, K, M, N) map.
-        scale = 1.0 / math.sqrt(self.head_dim)
         if self.evolution is not None:
             # The evolution makes the Q K^T map itself, so it may overwrite it (one map per step).
-            logits = self.evolution.from_queries_keys(q, k, scale, prev_logits, valid, query_valid)
+            logits = self.evolution.from_queries_keys(q, k, scale, prev_logits, valid, query_valid, logit_bias)
         else:
             logits = query_key_product(q * scale, k)
+            if logit_bias is not None:
+                logits = logits + logit_bias
         scores = logits
         mask = self._attend_mask(valid, q.shape[-2], n, q.device)
         if mask is not None:

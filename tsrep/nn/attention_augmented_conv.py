@@ -1,11 +1,19 @@
-"""Attention-augmented convolution (Bello et al., ICCV 2019) with evolving attention maps (paper 002, Sec. 3.4).
+"""Attention-augmented convolution (Bello et al., "Attention Augmented Convolutional Networks", ICCV 2019)
+with evolving attention maps (Wang et al., "Convolution-enhanced Evolving Attention Networks", Sec. 3.4).
 
     Y = Concat(Conv2d(X), MHA(flatten(X)))        # conv channels | attention channels, half each by default
 
 Self-attention runs over the H*W pixels of the feature map as tokens, so it sees the whole image in one
-layer while the k x k convolution sees its window. The attention is tsrep.nn.attention.MultiHeadAttention:
-with alpha or beta > 0 its (B, K, HW, HW) logits evolve from those of the previous layer (Eq. 1), which is
-what EA-AA-ResNet adds to AA-ResNet. A stack of these layers carries the logits from one to the next.
+layer while the k x k convolution sees its window. Its logits carry Bello et al.'s relative positions:
+
+    S[i, j] = (q_i . k_j + q_i . r^H_{h_j - h_i} + q_i . r^W_{w_j - w_i}) / sqrt(d_head)
+
+with learned height and width embeddings r^H (2H - 1 offsets) and r^W (2W - 1), shared by the heads, so
+attention knows where a key is relative to its query and commutes with translations. The attention is
+tsrep.nn.attention.MultiHeadAttention, given these as an additive logit bias: with alpha or beta > 0 its
+(B, K, HW, HW) logits evolve from those of the previous layer (Eq. 1), which is what EA-AA-ResNet adds to
+AA-ResNet, and the map convolution runs on the pixel grid, never mixing a row's last pixel with the next
+row's first (tsrep.nn.evolving). A stack of these layers carries the logits from one to the next.
 """
 
 from __future__ import annotations
@@ -44,10 +52,9 @@ class AttentionAugmentedConv2d(nn.Module):
     map_kernel_size : int, odd
         Kernel of the map convolution over the (HW x HW) logits.
     feature_size : int, (int, int) or None
-        Height and width of the feature maps; when given, a learned row + column position embedding is
-        added to the attention input, so attention can tell where a pixel is. Bello et al. add relative
-        position logits instead (paper 002, Eq. 3), which MultiHeadAttention has no input for. None: no
-        positions (attention then sees pixel contents only, equivariant to permuting the pixels).
+        Height and width of the feature maps; required when the layer has attention: it sizes the
+        relative-position embeddings and the pixel grid of the map convolution. None only for
+        attn_channels=0.
     dropout : float
         Dropout on the attention weights.
 
@@ -84,18 +91,24 @@ class AttentionAugmentedConv2d(nn.Module):
         self.conv = (
             nn.Conv2d(in_channels, conv_channels, kernel_size, padding=kernel_size // 2) if conv_channels > 0 else None
         )
+        self.feature_size = as_pair(feature_size, "feature_size") if feature_size is not None else None
+        if attn_channels > 0 and self.feature_size is None:
+            raise ValueError(
+                "feature_size (height, width) is required when the layer has attention: it sizes the "
+                "relative-position logits of Bello et al. and the pixel grid of the map convolution"
+            )
         self.attention = (
-            MultiHeadAttention(in_channels, attn_channels, n_heads, alpha, beta, map_kernel_size, dropout)
+            MultiHeadAttention(
+                in_channels, attn_channels, n_heads, alpha, beta, map_kernel_size, dropout, map_grid=self.feature_size
+            )
             if attn_channels > 0
             else None
         )
-        self.feature_size = as_pair(feature_size, "feature_size") if feature_size is not None else None
-        if self.feature_size is not None and self.attention is not None:
-            height, width = self.feature_size
-            self.row_embedding = nn.Parameter(torch.empty(height, 1, in_channels).normal_(std=0.02))
-            self.col_embedding = nn.Parameter(torch.empty(1, width, in_channels).normal_(std=0.02))
-        else:
-            self.row_embedding = self.col_embedding = None
+        self.relative_logits = (
+            RelativePositionLogits2d(*self.feature_size, self.attention.head_dim)
+            if self.attention is not None
+            else None
+        )
 
     @property
     def n_heads(self) -> int:
@@ -114,7 +127,7 @@ class AttentionAugmentedConv2d(nn.Module):
         if x.ndim != 4 or x.shape[1] != self.in_channels:
             raise ValueError(f"x must have shape (batch, {self.in_channels}, height, width), got {tuple(x.shape)}")
         b, _, h, w = x.shape
-        if self.feature_size is not None and (h, w) != self.feature_size:
+        if self.attention is not None and (h, w) != self.feature_size:
             raise ValueError(f"x has feature maps of {h}x{w}, but feature_size is {self.feature_size}")
         parts = []
         logits = prev_logits
@@ -127,10 +140,8 @@ class AttentionAugmentedConv2d(nn.Module):
                     f"prev_logits must have shape {(b, self.n_heads, n, n)} (the previous layer's maps at this "
                     f"resolution), got {tuple(prev_logits.shape)}"
                 )
-            tokens = x.permute(0, 2, 3, 1)  # (B, H, W, C_in): pixels become tokens
-            if self.row_embedding is not None:
-                tokens = tokens + self.row_embedding + self.col_embedding
-            out, logits = self.attention(tokens.reshape(b, n, -1), None, prev_logits, need_logits)
+            tokens = x.permute(0, 2, 3, 1).reshape(b, n, -1)  # (B, H*W, C_in): pixels become tokens, raster order
+            out, logits = self.attention(tokens, None, prev_logits, need_logits, logit_bias=self.relative_logits)
             parts.append(out.transpose(1, 2).reshape(b, self.attn_channels, h, w))
         y = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
         return y, logits
@@ -140,3 +151,44 @@ class AttentionAugmentedConv2d(nn.Module):
             f"in_channels={self.in_channels}, out_channels={self.out_channels}, "
             f"attn_channels={self.attn_channels}, feature_size={self.feature_size}"
         )
+
+
+class RelativePositionLogits2d(nn.Module):
+    """Relative height and width logits of Bello et al. for the pixels of an H x W map.
+
+    For queries q_i at (h_i, w_i) and keys at (h_j, w_j) in raster order:
+
+        S^rel[i, j] = q_i . r^H_{h_j - h_i} + q_i . r^W_{w_j - w_i}
+
+    r^H: (2H - 1, d) and r^W: (2W - 1, d) learned, shared by the heads, initialised N(0, 1/d).
+    Given the scaled queries q / sqrt(d), this is their (Q K^T + S^H + S^W) / sqrt(d) minus Q K^T / sqrt(d).
+
+    forward(q (B, K, H*W, d)) -> (B, K, H*W, H*W)
+    """
+
+    def __init__(self, height: int, width: int, head_dim: int):
+        super().__init__()
+        self.height, self.width = height, width
+        self.height_embedding = nn.Parameter(torch.randn(2 * height - 1, head_dim) * head_dim**-0.5)
+        self.width_embedding = nn.Parameter(torch.randn(2 * width - 1, head_dim) * head_dim**-0.5)
+        # offset index [i, j] = (j - i) + size - 1: row i of a table lists the embeddings seen from position i
+        self.register_buffer("height_offsets", _offsets(height), persistent=False)
+        self.register_buffer("width_offsets", _offsets(width), persistent=False)
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        """q: (B, K, H*W, d) scaled queries -> (B, K, H*W, H*W) logits to add"""
+        b, k, n, d = q.shape
+        h, w = self.height, self.width
+        q = q.view(b, k, h, w, d)
+        rows = torch.einsum("bkhwd,hjd->bkhwj", q, self.height_embedding[self.height_offsets])  # (B, K, H, W, H_key)
+        cols = torch.einsum("bkhwd,wjd->bkhwj", q, self.width_embedding[self.width_offsets])  # (B, K, H, W, W_key)
+        return (rows[..., :, None] + cols[..., None, :]).reshape(b, k, n, n)
+
+    def extra_repr(self) -> str:
+        return f"height={self.height}, width={self.width}, head_dim={self.height_embedding.shape[1]}"
+
+
+def _offsets(size: int) -> torch.Tensor:
+    """(size, size) long: (j - i) + size - 1, the row of a relative-embedding table for positions i -> j."""
+    position = torch.arange(size)
+    return position[None, :] - position[:, None] + size - 1

@@ -1,10 +1,10 @@
-"""The evolving-attention step (paper 002, Eq. 1 / Eq. 6; DESIGN.md section 1).
+"""The evolving-attention step (Wang et al., "Convolution-enhanced Evolving Attention Networks", Eq. 1 / Eq. 6).
 
     A_in    = alpha * A_logit_prev + (1 - alpha) * S      (S alone in the first layer)
     A_logit = beta * ReLU(Conv2d(A_in)) + (1 - beta) * A_in
 
 The attention heads are the channels of a 2-D convolution over the N x N map (rows are queries,
-columns are keys). Seq2seq models (paper 002, Sec. 3.1, Figure 3) need masked convolutions:
+columns are keys). Seq2seq models (ibid., Sec. 3.1, Figure 3) need masked convolutions:
 
 - "full":   encoder self-attention, a standard k x k convolution.
 - "causal": decoder self-attention. The upper-right corner of the kernel is masked (taps whose
@@ -15,6 +15,12 @@ columns are keys). Seq2seq models (paper 002, Sec. 3.1, Figure 3) need masked co
 - "cross":  encoder-decoder attention. Each query row evolves from its own logits over
             neighbouring encoder keys only (a 1 x k kernel): the paper's "left column, shifted by
             one" drawn in our orientation, so no later decoder position leaks into row i.
+
+Pixels as tokens (attention-augmented convolution: N = H*W in raster order): neighbours in the
+flattened order are not neighbours in the image where a row ends, (h, W-1) being followed by
+(h+1, 0). With `grid=(H, W)` a "full" map convolution never mixes across a row boundary: it runs
+over the (query column, key column) plane of every (query row, key row) pair, which is the k x k
+convolution of the flattened map with every tap that would wrap into another image row removed.
 """
 
 from __future__ import annotations
@@ -53,9 +59,20 @@ class AttentionMapEvolution(nn.Module):
         Size k of the k x k map convolution (3 in the paper; 1 and 5 are its ablations).
     conv_mask : {"full", "causal", "cross"}
         Encoder, decoder self-attention or encoder-decoder map convolution (module docstring).
+    grid : (int, int) or None
+        (H, W) when the tokens are the pixels of an H x W feature map in raster order: the "full"
+        map convolution then never crosses an image row boundary (module docstring).
     """
 
-    def __init__(self, n_heads: int, alpha: float, beta: float, kernel_size: int = 3, conv_mask: str = "full"):
+    def __init__(
+        self,
+        n_heads: int,
+        alpha: float,
+        beta: float,
+        kernel_size: int = 3,
+        conv_mask: str = "full",
+        grid: tuple[int, int] | None = None,
+    ):
         super().__init__()
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
@@ -65,7 +82,14 @@ class AttentionMapEvolution(nn.Module):
             raise ValueError(f"attn_kernel_size must be a positive odd integer, got {kernel_size!r}")
         if conv_mask not in MAP_CONV_MASKS:
             raise ValueError(f"conv_mask must be one of {MAP_CONV_MASKS}, got {conv_mask!r}")
+        if grid is not None:
+            if conv_mask != "full":
+                raise ValueError(f"grid needs conv_mask='full' (pixels of a feature map), got {conv_mask!r}")
+            if len(grid) != 2 or not all(isinstance(v, int) and v >= 1 for v in grid):
+                raise ValueError(f"grid must be a pair of positive integers (height, width), got {grid!r}")
+            grid = (int(grid[0]), int(grid[1]))
         self.conv_mask = conv_mask
+        self.grid = grid
         # Heads-innermost layout for the map convolution (ConvReluBlend); None: on CPUs only, where it
         # was measured 1.2-1.45x faster for the whole evolving step (forward + backward, K = 8).
         self.channels_last: bool | None = None
@@ -146,13 +170,17 @@ class AttentionMapEvolution(nn.Module):
         prev_logits: torch.Tensor | None = None,
         valid: torch.Tensor | None = None,
         query_valid: torch.Tensor | None = None,
+        logit_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """forward(scale * q @ k^T, prev_logits, valid, query_valid) for q (B, K, M, d), k (B, K, N, d).
+        """forward(scale * q @ k^T + logit_bias, prev_logits, valid, query_valid) for q (B, K, M, d),
+        k (B, K, N, d), logit_bias broadcastable to (B, K, M, N) or None.
 
         The map of Q K^T is made here, so the residual link and the blend may overwrite it: at
         most one (B, K, M, N) map is allocated per step of Eq. 1 (attention layers call this).
         """
         a_in = query_key_product(q * scale, k)  # keeps q and k for backward, not its output
+        if logit_bias is not None:
+            a_in = a_in.add_(logit_bias)
         if prev_logits is not None and self.alpha > 0:
             a_in = a_in.lerp_(prev_logits, self.alpha)
         return self._evolve(a_in, valid, query_valid, owned=True)
@@ -176,15 +204,33 @@ class AttentionMapEvolution(nn.Module):
             owned = True
         if self.conv is None:
             return a_in
-        evolved = self._convolve_and_blend(a_in, owned)
+        if self.grid is None:
+            evolved = self._convolve_and_blend(a_in, owned)
+        else:
+            # The blend is elementwise, so it may run on the regrouped map too; the copy is ours to overwrite.
+            evolved = self._from_grid(self._convolve_and_blend(self._to_grid(a_in), owned=True), a_in.shape[0])
         if keep is not None:
             evolved = evolved.masked_fill(~keep, 0.0)
         return evolved
 
+    def _to_grid(self, a: torch.Tensor) -> torch.Tensor:
+        """(B, K, H*W, H*W) map -> (B*H*H, K, W, W): one (query column, key column) plane per (query row, key row)."""
+        b, k, m, n = a.shape
+        h, w = self.grid
+        if m != h * w or n != h * w:
+            raise ValueError(f"a map over a {h}x{w} grid must be {h * w} x {h * w}, got {m} x {n}")
+        return a.view(b, k, h, w, h, w).permute(0, 2, 4, 1, 3, 5).reshape(b * h * h, k, w, w)
+
+    def _from_grid(self, a: torch.Tensor, batch: int) -> torch.Tensor:
+        """The inverse of _to_grid: (B*H*H, K, W, W) -> (B, K, H*W, H*W)."""
+        h, w = self.grid
+        k = a.shape[1]
+        return a.view(batch, h, h, k, w, w).permute(0, 3, 1, 4, 2, 5).reshape(batch, k, h * w, h * w)
+
     def extra_repr(self) -> str:
         return (
             f"n_heads={self.n_heads}, alpha={self.alpha}, beta={self.beta}, kernel_size={self.kernel_size}, "
-            f"conv_mask={self.conv_mask!r}"
+            f"conv_mask={self.conv_mask!r}" + (f", grid={self.grid}" if self.grid is not None else "")
         )
 
 
