@@ -99,8 +99,9 @@ def test_search_space_overrides_and_defaults():
     assert cont.distributions["alpha"] == FloatDistribution(0.1, 0.9)
     assert cont.distributions["p"] == FloatDistribution(0.125, 0.875)
     # p off the grid: snapped to a width that n_heads divides, and the change is reported
-    params, adjusted = adjust_params({"p": 0.3, "d_model": 64}, est.get_params())
-    assert adjusted == {"p": 0.25} and params["p"] == 0.25
+    params, adjusted = adjust_params({"p": 0.3, "d_model": 64, "n_heads": 8}, est.get_params())
+    assert adjusted == {"p": 0.25} and params["p"] == 0.25  # width 19.2 -> 16, the nearest multiple of 8
+    assert adjust_params({"p": 0.3, "d_model": 64, "n_heads": 4}, est.get_params())[1] == {"p": 0.3125}
     assert adjust_params({"p": 0.375, "d_model": 64}, est.get_params())[1] == {}
 
 
