@@ -90,8 +90,9 @@ class EADCTransformerMixin:
     deacon_xi : float in (0, 1), default=0.8
         Share of the steepest first-order loss decrease demanded of each DEACON step (paper: 0.8).
     deacon_inner_steps : int >= 0, default=500
-        GHA-only updates of the PCA weights per batch after the DEACON step (the paper's i = 500;
-        each is a few h x h matrix products per PCA layer, about 25 us on a CPU).
+        GHA-only updates per batch, run on a copy of the PCA weights to set the Hebbian direction of
+        the constrained DEACON step, which alone is applied (the paper's i = 500; each is a few
+        h x h matrix products per PCA layer, about 25 us on a CPU).
     kernel_size : int, default=3
         Kernel of the dilated convolution branch.
     dim_feedforward : int or None, default=None
