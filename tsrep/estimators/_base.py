@@ -405,8 +405,9 @@ class EADCTransformerMixin:
 
     def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None, weights=None):
         """Fit one network. loss_fn(outputs, targets, weights); weights: per-case loss weights or None."""
+        # Parameters were checked by _fit_setup_recipe before any work (ensembles included).
         # Under torchrun: join the process group and take this rank's device (tsrep.training.distributed).
-        device = setup_data_parallel(self._validate_params())
+        device = setup_data_parallel(resolve_device(self.device))
         seed = broadcast_object(seed_from(self.random_state))  # random_state=None: rank 0's draw on every rank
         data = self._prepare_X(X, fit=True)
         data.targets = targets

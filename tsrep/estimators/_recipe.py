@@ -53,15 +53,16 @@ def validate_recipe(est) -> None:
         raise ValueError(f"label_smoothing must be a number in [0, 1), got {ls!r}")
     if not _is_int(est.n_estimators, 1):
         raise ValueError(f"n_estimators must be a positive integer, got {est.n_estimators!r}")
-    if not _is_int(est.n_jobs, -(10**6)) or est.n_jobs == 0:
-        raise ValueError(f"n_jobs must be a positive integer or -1 (all cores), got {est.n_jobs!r}")
+    nj = est.n_jobs
+    if isinstance(nj, bool) or not isinstance(nj, numbers.Integral) or nj == 0:  # joblib: -1 all cores, ...
+        raise ValueError(f"n_jobs must be a positive integer or -1 (all cores), got {nj!r}")
     cw = est.class_weight
     if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
         raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class: weight}}, got {cw!r}")
-    if est._task == "regression" and (ls != 0 or cw is not None):
-        name = "label_smoothing" if ls != 0 else "class_weight"
-        raise ValueError(f"{name} applies to classification only; a regressor takes the default ({name}=%r)"
-                         % (0.0 if ls != 0 else None))
+    if est._task == "regression":
+        for name, value, default in (("label_smoothing", ls, 0.0), ("class_weight", cw, None)):
+            if value != default:
+                raise ValueError(f"{name} applies to classification only; a regressor takes {name}={default!r}")
 
 
 def check_sample_weight(sample_weight, n_cases: int) -> np.ndarray | None:

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tsrep.training.distributed import DataParallel, setup_data_parallel
-from tsrep.training.loop import backward_and_step, shuffled_batches
+from tsrep.training.loop import backward_and_step, n_batches, shuffled_batches
 from tsrep.training.optim import build_optimizer
 
 
@@ -80,7 +80,7 @@ def fit_classifier(
     parallel.check_batch_size(batch_size)
     parallel.check_inputs(X, generator)
     min_size = parallel.min_batch_size
-    steps_per_epoch = sum(1 for _ in shuffled_batches(len(X), batch_size, torch.Generator(), min_size))
+    steps_per_epoch = n_batches(len(X), batch_size, min_size)
     scheduler = (
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * steps_per_epoch)
         if lr_schedule == "cosine"

@@ -151,8 +151,8 @@ def train_supervised(
     """Train `model` in place; with a validation set, restore the weights of the best epoch.
 
     loss_fn(outputs, targets) -> scalar loss, called as loss_fn(outputs, targets, weights) with the
-    batch's slice of ``train.weights`` when the data has per-case weights. score_fn(outputs, targets) -> float, higher is
-    better; ties are broken on validation loss. on_epoch(epoch, score) is called after every epoch
+    batch's slice of ``train.weights`` when the data has per-case weights. score_fn(outputs, targets)
+    -> float, higher is better; ties are broken on validation loss. on_epoch(epoch, score) is called after every epoch
     with the score on `report` when given (a tuner's own validation fold: reported, never used to
     select or stop), else after every validated epoch with the validation score (for pruning).
 
@@ -173,8 +173,9 @@ def train_supervised(
     parallel.check_inputs(train.values, generator)  # before any other collective: a mismatch fails on every rank
     steps_per_epoch = n_batches(len(train), config.batch_size, parallel.min_batch_size)
     epochs = max(config.max_epochs, math.ceil(config.min_steps / max(steps_per_epoch, 1)))
-    schedule = LRSchedule(
-        config.lr_schedule, getattr(optimizer, "base", optimizer), epochs * steps_per_epoch, plateau_patience=max(1, (config.patience or 20) // 2)
+    schedule = LRSchedule(  # an optimiser with DEACON: the schedule drives its ordinary part
+        config.lr_schedule, getattr(optimizer, "base", optimizer), epochs * steps_per_epoch,
+        plateau_patience=max(1, (config.patience or 20) // 2),
     )
     with parallel:
         show = config.verbose and parallel.is_main

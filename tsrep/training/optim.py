@@ -48,13 +48,13 @@ def build_optimizer(
         if weight_decay:
             kwargs["decoupled_weight_decay"] = True
     kwargs.update(extra_kwargs or {})
-    params = [p for p in params if p.requires_grad] if weight_decay else list(params)
     if weight_decay:
-        params = [
-            {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
-            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+        trained = [p for p in params if p.requires_grad]
+        groups = [
+            {"params": [p for p in trained if p.ndim >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in trained if p.ndim < 2], "weight_decay": 0.0},
         ]
-        params = [group for group in params if group["params"]]
+        params = [group for group in groups if group["params"]]
     elif cls is torch.optim.AdamW:
         kwargs.setdefault("weight_decay", 0.0)  # AdamW's own default is 0.01: weight_decay=0 means none
     return cls(params, **kwargs)
