@@ -1,6 +1,7 @@
 """Packaging: wheel and sdist build offline and carry their data (benchmark configs, published results, py.typed,
 LICENSE); a wheel installed into a fresh virtual environment runs ``python -m tsrep`` and ``tsrep-benchmark`` with
-its packaged configs. Also the lookup order of config names and the CLI's usage error for bad model settings."""
+its packaged configs; ``twine check`` passes on both. Also the lookup order of config names (the command line's
+own errors: tests/test_cli.py)."""
 
 from __future__ import annotations
 
@@ -73,17 +74,6 @@ def test_config_names_are_looked_up_as_path_then_working_directory_then_packaged
         find_config("missing.yaml")
 
 
-def test_cli_reports_heads_not_dividing_the_width_as_a_usage_error(capsys):
-    from tsrep.__main__ import main
-
-    # d_model=8, p=0.25: attention width 2, which 4 heads do not divide; said before any data is loaded
-    with pytest.raises(SystemExit) as exited:
-        main(["--dataset", "BasicMotions", "--d-model", "8", "--n-heads", "4", "--max-epochs", "1", "--quiet"])
-    err = capsys.readouterr().err
-    assert exited.value.code == 2 and "Traceback" not in err
-    assert "python -m tsrep: error: invalid model settings: n_heads=4 must divide the attention width" in err
-
-
 # ----------------------------------------------------------------------------- wheel and sdist
 
 
@@ -99,6 +89,12 @@ def dists(tmp_path_factory):
     _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, src], cwd=src)
     (wheel,), (sdist,) = list(out.glob("*.whl")), list(out.glob("*.tar.gz"))
     return wheel, sdist
+
+
+def test_twine_check_passes_on_wheel_and_sdist(dists):
+    # The metadata PyPI would show: README renders, license and URLs are well formed (--strict: warnings fail too).
+    done = _run([sys.executable, "-m", "twine", "check", "--strict", *dists], cwd=dists[0].parent)
+    assert done.stdout.count("PASSED") == 2, done.stdout
 
 
 def test_wheel_and_sdist_carry_license_typing_configs_and_published_results(dists):

@@ -1,0 +1,112 @@
+"""``python -m tsrep``: every estimator parameter is reachable (flags and --param key=value), and bad settings are
+one-line usage errors naming the parameter (exit status 2, no traceback), given before any data is loaded."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tsrep import EADCTransformerClassifier
+from tsrep.__main__ import MODEL_FLAGS, estimator_defaults, main, parse_params, parse_value
+
+TINY = ["--max-epochs", "1", "--min-steps", "0", "--d-model", "8", "--n-heads", "2", "--n-blocks", "1", "--quiet",
+        "--device", "cpu"]
+
+
+def usage_error(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2, err
+    assert "Traceback" not in err and err.count("\n") == 1, err  # one line
+    return err
+
+
+@pytest.mark.parametrize("argv, message", [
+    # d_model 8 at p=0.25 leaves 2 attention channels, which the default 4 heads do not divide
+    (["--d-model", "8"], "invalid model settings: n_heads=4 (the default) must divide the attention width "
+                         "round(p * d_model) = round(0.25 * 8) = 2: use --n-heads 1 or 2"),
+    (["--d-model", "8", "--n-heads", "4"], "n_heads=4 must divide the attention width"),
+    (["--param", "nonsense=1"], "--param nonsense=1: the estimator has no parameter 'nonsense'"),
+    (["--param", "n_head=2"], "no parameter 'n_head' (did you mean 'n_heads'?"),
+    (["--param", "p=2"], "invalid model settings: p must be in [0, 1], got 2"),
+    (["--param", "pooling=flat"], "pooling must be one of"),
+    (["--param", "label_smoothing=-1"], "label_smoothing must be a number in [0, 1), got -1"),
+    (["--param", "dropout"], "--param dropout: expected key=value"),
+    (["--p", "0.5", "--param", "p=0.3"], "--param p=0.3 repeats --p: give p once"),
+    (["--seed", "1", "--param", "random_state=2"], "repeats --seed"),
+])
+def test_bad_settings_are_one_line_usage_errors_before_any_data(capsys, monkeypatch, argv, message):
+    import tsrep.__main__ as cli
+
+    monkeypatch.setattr(cli, "load", lambda *a: pytest.fail("data loaded before the settings were checked"))
+    err = usage_error(capsys, ["--dataset", "BasicMotions", *argv])
+    assert err.startswith("python -m tsrep: error: ") and message in err, err
+
+
+def test_regression_only_settings_are_named(capsys):
+    err = usage_error(capsys, ["--dataset", "Covid3Month", "--param", "label_smoothing=0.1"])
+    assert "label_smoothing applies to classification only" in err
+
+
+def test_model_settings_without_a_dataset_are_refused(capsys):
+    err = usage_error(capsys, ["--d-model", "8", "--param", "dropout=0.2"])
+    assert "--d-model, --param set the model of a --dataset run" in err
+
+
+def test_the_real_command_line_gives_one_line_and_status_2():
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "tsrep", "--dataset", "BasicMotions", "--d-model", "8"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "python -m tsrep: error: invalid model settings: n_heads=4 (the default) must divide the attention width "
+        "round(p * d_model) = round(0.25 * 8) = 2: use --n-heads 1 or 2, or a larger --d-model"]
+
+
+def test_every_estimator_parameter_is_reachable_and_values_are_typed():
+    defaults = estimator_defaults()
+    assert set(defaults) == set(EADCTransformerClassifier().get_params())
+    assert {param for _, param, _, _ in MODEL_FLAGS} <= set(defaults)
+    assert [parse_value(v) for v in ("3", "0.5", "1e-3", "true", "False", "[0.9, 0.99]", "cosine")] == [
+        3, 0.5, 1e-3, True, False, [0.9, 0.99], "cosine"]
+    assert parse_value("{betas: [0.9, 0.99]}") == parse_value("{'betas': (0.9, 0.99)}") | {"betas": [0.9, 0.99]}
+    params = parse_params(["lr_schedule=none", "dim-feedforward=None", "patch_len=null", "optimizer=radam",
+                           "optimizer_kwargs={'betas': (0.9, 0.99)}", "class_weight=balanced"], defaults)
+    assert params == {"lr_schedule": "none", "dim_feedforward": None, "patch_len": None, "optimizer": "radam",
+                      "optimizer_kwargs": {"betas": (0.9, 0.99)}, "class_weight": "balanced"}
+    for name, default in defaults.items():  # any parameter is accepted by --param with its own default's text
+        assert name in parse_params([f"{name}={default}"], defaults)
+
+
+def test_param_settings_reach_the_trained_model(capsys, monkeypatch):
+    import tsrep.__main__ as cli
+
+    fitted = {}
+    original = EADCTransformerClassifier.fit
+
+    def spy(self, X, y, sample_weight=None):
+        fitted.update(self.get_params())
+        return original(self, X, y, sample_weight)
+
+    monkeypatch.setattr(EADCTransformerClassifier, "fit", spy)
+    assert cli.main(["--dataset", "BasicMotions", *TINY, "--param", "lr_schedule=none", "--param", "optimizer=radam",
+                     "--param", "label_smoothing=0.1", "--param", "patch_len=None", "--alpha", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"BasicMotions: EA-DC-Transformer accuracy [01]\.\d{4} \| [\d,]+ parameters \| epochs 1", out)
+    assert {k: fitted[k] for k in ("lr_schedule", "optimizer", "label_smoothing", "patch_len", "alpha", "d_model",
+                                    "random_state", "verbose")} == {
+        "lr_schedule": "none", "optimizer": "radam", "label_smoothing": 0.1, "patch_len": None, "alpha": 0.2,
+        "d_model": 8, "random_state": 0, "verbose": False}
+
+
+def test_list_params_names_every_parameter(capsys):
+    assert main(["--list-params"]) == 0
+    out = capsys.readouterr().out
+    for name in estimator_defaults():
+        assert re.search(rf"^{name} +default ", out, re.M), name
+    assert "--param deacon_m=..." in out and "--d-model" in out
