@@ -1,4 +1,5 @@
-"""The models of paper 002's time-series tables by name: ``get_model("gru", "classification", d_model=128)``.
+"""The models of the time-series tables of Wang et al., "Convolution-enhanced Evolving Attention Networks"
+(IEEE TPAMI 2023) by name: ``get_model("gru", "classification", d_model=128)``.
 
 Every model is an aeon estimator trained by the same harness (tsrep.estimators): same input
 handling, pooling, head and training recipe (optimiser, schedule, step budget, validation rule).
@@ -20,10 +21,10 @@ ea-dc-t-no-conv       w/o Convolution (Tables III-IV)      beta=0
 ea-dc-t-no-skip       w/o Skip Connection                  alpha=0
 ea-dc-t-1x1           with 1x1 Convolution                 attn_kernel_size=1
 ea-dc-t-5x5           with 5x5 Convolution                 attn_kernel_size=5
-ea-dc-t-interacting   interacting heads (paper 003)        attention="interacting"
+ea-dc-t-interacting   interacting heads (Li and Luo 2022)  attention="interacting"
 ea-dc-t-int-summed    interacting heads, Algorithm 1       attention="interacting-summed"
-ea-dc-t-crossed       crossed co-attention (paper 004)     attention="crossed"
-ea-dc-t-deacon-direct DEACON direct (paper 001)            head_mixing="deacon-direct" (deacon_m free)
+ea-dc-t-crossed       crossed co-attn. (Li and Jiang 2020) attention="crossed"
+ea-dc-t-deacon-direct DEACON direct (Ampazis et al. 2024)  head_mixing="deacon-direct" (deacon_m free)
 ea-dc-t-deacon-avg    DEACON average                       head_mixing="deacon-average"
 ea-dc-t-deacon-nonlin DEACON non-linear                    head_mixing="deacon-nonlinear"
 ===================== ==================================== =========================================
@@ -66,7 +67,7 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec("ea-dc-t-no-skip", "w/o Skip", "eadc", {"alpha": 0.0}, "EA-DC-T without the map skip link"),
         ModelSpec("ea-dc-t-1x1", "1x1 Conv", "eadc", {"attn_kernel_size": 1}, "EA-DC-T with 1x1 map kernels"),
         ModelSpec("ea-dc-t-5x5", "5x5 Conv", "eadc", {"attn_kernel_size": 5}, "EA-DC-T with 5x5 map kernels"),
-        # Attention variants of papers 001, 003, 004 (tsrep.nn.attention_kinds); alpha, beta stay free.
+        # Attention variants: DEACON, interacting heads, crossed co-attention (tsrep.nn.attention_kinds); alpha, beta stay free.
         ModelSpec("ea-dc-t-interacting", "Interacting", "eadc", {"attention": "interacting"}, "all h x h head pairs"),
         ModelSpec(
             "ea-dc-t-int-summed", "Interacting (sum)", "eadc", {"attention": "interacting-summed"},

@@ -1,4 +1,4 @@
-"""Unsupervised representations: TSRepEncoder and pretrained-encoder checkpoints (issue 8).
+"""Unsupervised representations: TSRepEncoder and pretrained-encoder checkpoints.
 
 An encoder checkpoint is ONE file written by ``torch.save`` holding only tensors, numbers and strings:
 
@@ -102,7 +102,7 @@ class _Pooled(torch.nn.Module):
 
 
 class TSRepEncoder(BaseCollectionTransformer):
-    """Unsupervised EA-DC-Transformer representations by masked reconstruction (paper 002, Sec. 3.3.2).
+    """Unsupervised EA-DC-Transformer representations by masked reconstruction (Wang et al. 2023, Sec. 3.3.2).
 
     ``fit(X)`` standardises X per channel and pretrains the encoder with TST masking (geometric
     spans per variable, Eq. 7-8); ``transform(X)`` returns one pooled vector per series,

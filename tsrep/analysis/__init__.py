@@ -1,4 +1,5 @@
-"""Analysis of learned representations (paper 002, Sec. 5): AvgWCD, t-SNE pictures, attention maps."""
+"""Analysis of learned representations (Wang et al., "Convolution-enhanced Evolving Attention
+Networks", IEEE TPAMI 2023, Sec. 5): AvgWCD, t-SNE pictures, attention maps."""
 
 from tsrep.analysis.representations import (
     attention_maps,

@@ -1,4 +1,8 @@
-"""AvgWCD (paper 002, Eq. 13), t-SNE pictures coloured by class (its Figure 4) and per-layer attention maps."""
+"""AvgWCD, t-SNE pictures coloured by class and per-layer attention maps.
+
+AvgWCD is Eq. 13 and the t-SNE view Figure 4 of Wang et al., "Convolution-enhanced Evolving Attention Networks",
+IEEE TPAMI 2023.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Dilated causal convolution encoder of T-Loss (Franceschi, Dieuleveut and Jaggi, NeurIPS 2019).
 
-The "Dilated Conv" baseline of paper 002 (Tables I-II, "follows the implementation of [26]"):
+The "Dilated Conv" baseline of Wang et al., "Convolution-enhanced Evolving Attention Networks" (TPAMI 2023;
+Tables I-II, "follows the implementation of [26]"):
 n_blocks causal convolution blocks with dilation 1, 2, 4, ...; each block is two weight-normalised
 causal convolutions (kernel 3) with LeakyReLU, and a residual connection (1x1 convolution when the
 width changes). T-Loss's own head (max pooling + linear) is replaced by the harness's pooling and

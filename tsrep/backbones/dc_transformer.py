@@ -1,4 +1,5 @@
-"""The (EA-)DC-Transformer for time series (paper 002, Sec. 3.3, Eq. 6; DESIGN.md section 2).
+"""The (EA-)DC-Transformer for time series (Wang et al., "Convolution-enhanced Evolving Attention
+Networks", IEEE TPAMI 2023, Sec. 3.3, Eq. 6; design notes in the documentation, "The DC-Transformer block").
 
 Each layer splits its d output channels between an attention branch (round(p * d) channels,
 evolving when alpha or beta > 0) and a causal dilated convolution branch (the rest):
@@ -127,7 +128,7 @@ class DCTransformerEncoder(nn.Module):
     (tsrep.nn.attention_kinds: "evolving", "vanilla", "interacting", "interacting-summed",
     "crossed"; DEACON head mixing); deacon_settings holds dP, xi, inner_steps, gha_lr.
 
-    Cost options (DESIGN.md section 1, Cost; none changes the maths of the layers):
+    Cost options (none changes the maths of the layers; the documentation's design notes, "Cost"):
     checkpointing: per-layer activation checkpointing (tsrep.nn.checkpointing), keeping only each
     layer's inputs (one carried (B, K, N, N) map per layer) and recomputing the rest in backward.
     autocast_dtype (attribute, default None): run forward under torch.autocast with this dtype

@@ -1,4 +1,5 @@
-"""Output heads on the pooled representation (paper 002, Eq. 9-10)."""
+"""Output heads on the pooled representation (Wang et al., "Convolution-enhanced Evolving Attention Networks",
+IEEE TPAMI 2023, Eq. 9-10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""LSTM and GRU encoders (paper 002, Tables I-II baselines: "a standard implementation in PyTorch").
+"""LSTM and GRU encoders (baselines of Tables I-II of Wang et al., "Convolution-enhanced Evolving
+Attention Networks", IEEE TPAMI 2023: "a standard implementation in PyTorch").
 
 A stack of n_layers unidirectional torch.nn.LSTM / nn.GRU layers of width d_model, dropout between
 layers. Padded steps are removed with pack_padded_sequence, so a series gets the same states alone

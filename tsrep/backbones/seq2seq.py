@@ -1,4 +1,5 @@
-"""Encoder-decoder EA-Transformer (paper 002, Sec. 3.1 and 4.4; DESIGN.md section 7).
+"""Encoder-decoder EA-Transformer (Wang et al., "Convolution-enhanced Evolving Attention Networks",
+IEEE TPAMI 2023, Sec. 3.1 and 4.4).
 
 Three kinds of attention, all tsrep.nn.attention.MultiHeadAttention with its map convolution
 masked for the kind (tsrep.nn.evolving):

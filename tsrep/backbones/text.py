@@ -1,4 +1,5 @@
-"""EA-BERT: a BERT-layout text encoder whose attention is evolving attention (paper 002, Sec. 3.2 and 4.3).
+"""EA-BERT: a BERT-layout text encoder whose attention is evolving attention (Wang et al.,
+"Convolution-enhanced Evolving Attention Networks", IEEE TPAMI 2023, Sec. 3.2 and 4.3).
 
 BERT's encoder with every self-attention replaced by tsrep.nn.attention.MultiHeadAttention, the same
 module as every other tsrep backbone; the pre-softmax logits are carried from layer to layer (Eq. 1):

@@ -1,4 +1,5 @@
-"""Time Series Transformer encoder (TST; Zerveas et al., KDD 2021), the "Transformer" baseline of paper 002.
+"""Time Series Transformer encoder (TST; Zerveas et al., KDD 2021), the "Transformer" baseline of Wang et al.,
+"Convolution-enhanced Evolving Attention Networks" (IEEE TPAMI 2023).
 
 Input Linear(C -> d) * sqrt(d), learnable positional encoding, dropout; then n_layers post-norm
 encoder layers: multi-head self-attention (tsrep.nn.MultiHeadAttention, plain: alpha = beta = 0,

@@ -1,4 +1,5 @@
-"""EA-ViT: a Vision Transformer (Dosovitskiy et al., ICLR 2021) whose attention maps evolve (paper 002, Sec. 3.4, 4.4).
+"""EA-ViT: a Vision Transformer (Dosovitskiy et al., ICLR 2021) whose attention maps evolve (Wang et al.,
+"Convolution-enhanced Evolving Attention Networks", IEEE TPAMI 2023, Sec. 3.4, 4.4).
 
     tokens = [cls; PatchEmbed(image)] + pos                        # (B, 1 + N_patches, dim)
     per layer: x = x + MHA_evolving(LN(x), prev_logits);  x = x + MLP(LN(x))   # pre-LN, as ViT

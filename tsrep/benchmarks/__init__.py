@@ -1,4 +1,5 @@
-"""The archive benchmark of paper 002's Tables I-IV: configs, cells, results store, tables, pictures.
+"""The archive benchmark of Tables I-IV of Wang et al., "Convolution-enhanced Evolving Attention Networks"
+(IEEE TPAMI 2023): configs, cells, results store, tables, pictures.
 
 Command line: ``tsrep-benchmark --config quick`` (or ``python benchmarks/run_archive.py``);
 see tsrep.benchmarks.cli. Models by name: tsrep.models.get_model, and allow-listed aeon estimators as

@@ -1,4 +1,5 @@
-"""The numbers of paper 002's time-series tables (Wang et al., TPAMI 2023, Tables I-IV), keyed by
+"""The numbers of the time-series tables of Wang et al., "Convolution-enhanced Evolving Attention Networks"
+(IEEE TPAMI 2023, Tables I-IV), keyed by
 tsrep's dataset names and tsrep.models names.
 
 Table I: RMSE / #parameters (millions) on 6 Monash regression problems; Table II: accuracy /

@@ -1,4 +1,5 @@
-"""Tables and pictures of a benchmark, laid out like paper 002's Tables I-IV.
+"""Tables and pictures of a benchmark, laid out like Tables I-IV of Wang et al., "Convolution-enhanced
+Evolving Attention Networks" (IEEE TPAMI 2023).
 
 Per task, one table: a row per dataset, a column per model, each cell ``score / #params`` (mean
 over seeds, "± std" when there are several), and the paper's number beside ours where it has one
@@ -89,7 +90,7 @@ def average_ranks(scores: pd.DataFrame, lower_better: bool) -> pd.Series:
 
 
 def average_relative_difference(scores: pd.DataFrame) -> pd.Series:
-    """Eq. 12 of paper 002: mean over datasets of (r_ij - mean_k r_ik) / mean_k r_ik."""
+    """Eq. 12 of Wang et al. (TPAMI 2023): mean over datasets of (r_ij - mean_k r_ik) / mean_k r_ik."""
     values = scores.to_numpy(dtype=float)
     means = values.mean(axis=1, keepdims=True)
     return pd.Series(((values - means) / means).mean(axis=0), index=scores.columns)
@@ -309,7 +310,7 @@ def plot_bars(table: dict, task: str, models: list[str], path: Path) -> Path | N
     ax.set_ylabel(ylabel)
     title = f"{task}: test {'accuracy' if task == 'classification' else 'relative RMSE'} per dataset"
     if task == "classification":
-        title += " (black marks: paper 002)"
+        title += " (black marks: Wang et al. 2023)"
     ax.set_title(title)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()

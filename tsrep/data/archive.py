@@ -4,7 +4,7 @@ regression archive.
     X, y = load_archive("JapaneseVowels", split="train")       # shipped with aeon: works offline
     X, y = load_archive("Coffee", split="train")               # UCR TSV files of pip install tsrep[ucr]
     X, y = load_archive("EthanolConcentration", split="test")  # downloaded once into the cache
-    list_datasets("paper-classification")                      # the 11 UEA problems of paper 002
+    list_datasets("paper-classification")                      # the 11 UEA problems of Wang et al. 2023
     list_datasets("ucr", available_offline=True)               # the UCR problems on this machine
 
 Two file layouts are read: the ``.ts`` format of aeon and the tsml archives (``<Name>_TRAIN.ts``,
@@ -90,7 +90,7 @@ MONASH = (
     "NewsHeadlineSentiment", "NewsTitleSentiment", "Covid3Month",
 )
 
-#: Paper 002, Table II (classification) and Table I (regression), in the tables' row order.
+#: Wang et al. (TPAMI 2023), Table II (classification) and Table I (regression), in the tables' row order.
 PAPER_CLASSIFICATION = (
     "EthanolConcentration", "FaceDetection", "Handwriting", "Heartbeat", "JapaneseVowels", "PEMS-SF",
     "SelfRegulationSCP1", "SelfRegulationSCP2", "SpokenArabicDigits", "UWaveGestureLibrary", "InsectWingbeat",
@@ -292,7 +292,7 @@ def list_datasets(collection: str = "shipped", cache_dir=None, available_offline
     ----------
     collection : str
         "ucr" (the 128 UCR 2018 univariate problems), "uea" (30), "monash" (19),
-        "paper-classification" (paper 002's 11 UEA problems, Table II), "paper-regression" (its 6
+        "paper-classification" (the 11 UEA problems of Table II of Wang et al., TPAMI 2023), "paper-regression" (its 6
         Monash problems, Table I), "shipped" (those whose files ship with the installed aeon/sktime:
         always available offline), or "local" (everything known that is on disk, cache included).
     cache_dir : path or None

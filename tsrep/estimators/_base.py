@@ -69,17 +69,18 @@ class EADCTransformerMixin:
         Kernel of the attention-map convolution.
     attention : str, default="evolving"
         Attention kind of every layer (tsrep.nn.attention_kinds):
-        "evolving": multi-head attention with the evolving step of alpha, beta (paper 002);
+        "evolving": multi-head attention with the evolving step of alpha, beta (Wang et al. 2023);
         "vanilla": plain multi-head attention; alpha and beta are not used;
-        "interacting": every query head with every key head, h*h maps (paper 003, Eq. 11-12);
+        "interacting": every query head with every key head, h*h maps (Li and Luo 2022, Eq. 11-12);
         "interacting-summed": the h maps of a key head summed before one softmax (its Algorithm 1);
         "crossed": crossed co-attention, two branches with queries from the other branch and
-        independently corrupted inputs in training (paper 004; twice the attention parameters).
+        independently corrupted inputs in training (Li and Jiang 2020; twice the attention parameters).
         The interacting and crossed kinds evolve their maps when alpha or beta > 0 (over h*h
         channels for "interacting"). Fit warns when an interacting n_heads exceeds the paper's
         h_max = d / n (Eq. 13; d: attention width, n: mean training length), and keeps n_heads.
     head_mixing : {None, "deacon-direct", "deacon-average", "deacon-nonlinear"}, default=None
-        DEACON PCA layer over the head outputs before the output projection (paper 001), trained
+        DEACON PCA layer over the head outputs before the output projection (Ampazis and Sakketou
+        2024), trained
         by the DEACON constrained Hebbian rule while every other weight uses `optimizer`.
     deacon_m : int or None, default=None
         Components kept by the PCA layer (None: all heads); m < h prunes heads and shrinks the
@@ -152,7 +153,7 @@ class EADCTransformerMixin:
     verbose : bool, default=False
         Show a progress bar with training loss and validation score per epoch.
     pretrain_epochs : int >= 0, default=0
-        Epochs of masked-reconstruction pretraining (paper 002, Sec. 3.3.2) on all training series
+        Epochs of masked-reconstruction pretraining (Wang et al. 2023, Sec. 3.3.2) on all training series
         (validation part included: no labels are used) before fine-tuning; 0: none.
     mask_ratio : float in (0, 1), default=0.15
         Share of the values masked in pretraining.

@@ -1,4 +1,4 @@
-"""Cost options of the EA-DC-Transformer estimators (issue 7): checkpointing, mixed precision, compile, front ends.
+"""Cost options of the EA-DC-Transformer estimators: checkpointing, mixed precision, compile, front ends.
 
 None of them changes what the model computes beyond float rounding, except the patch/downsampling
 front ends, which change the tokens the encoder sees (tsrep.nn.patching).

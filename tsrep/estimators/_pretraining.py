@@ -1,4 +1,4 @@
-"""Pretraining stage of the EA-DC-Transformer estimators (issue 8): parameters, checkpoint start, masked pretraining.
+"""Pretraining stage of the EA-DC-Transformer estimators: parameters, checkpoint start, masked pretraining.
 
 Kept apart from _base.py so the estimators' shared code only calls in here.
 """

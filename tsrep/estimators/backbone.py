@@ -1,4 +1,5 @@
-"""Classifier and regressor around any backbone of tsrep.backbones: the baselines of paper 002's tables.
+"""Classifier and regressor around any backbone of tsrep.backbones: the baselines of the tables of Wang
+et al., "Convolution-enhanced Evolving Attention Networks" (IEEE TPAMI 2023).
 
 ``BackboneClassifier(backbone="lstm")`` trains the named encoder with exactly the harness of the
 EA-DC-Transformer estimators (same input handling, pooling, heads, optimiser, early stopping on a
@@ -6,7 +7,7 @@ split of TRAIN, seeding, pickling): only ``_build_model`` and the parameter chec
 EA-DC-Transformer, the DC-Transformer and the ablations are EADCTransformerClassifier/Regressor
 with fixed alpha, beta, attn_kernel_size (see tsrep.models).
 
-Backbones (paper 002 Sec. 4.1):
+Backbones (Wang et al. 2023, Sec. 4.1):
 
 - "lstm", "gru": n_blocks stacked torch LSTM/GRU layers of width d_model (tsrep.backbones.recurrent);
 - "resnet": Wang et al. 2017, n_blocks residual blocks of kernels 8/5/3, widths d, 2d, 2d, ...

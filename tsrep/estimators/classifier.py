@@ -14,7 +14,7 @@ from tsrep.training.loop import accuracy_score_fn
 
 class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
     __doc__ = (
-        "Time series classifier: EA-DC-Transformer, mean-pooled, MLP head, cross-entropy (paper 002, Eq. 10).\n\n"
+        "Time series classifier: EA-DC-Transformer, mean-pooled, MLP head, cross-entropy (Wang et al., TPAMI 2023, Eq. 10).\n\n"
         "Takes a 3-D array (n_cases, n_channels, n_timepoints), a 2-D array (univariate) or a list of\n"
         "2-D arrays (unequal length, handled with padding masks). Missing values are interpolated.\n"
         + EADCTransformerMixin.__doc__

@@ -17,7 +17,7 @@ def _negative_mse(outputs: torch.Tensor, targets: torch.Tensor) -> float:
 
 class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
     __doc__ = (
-        "Time series regressor: EA-DC-Transformer, mean-pooled, linear head, MSE (paper 002, Eq. 9).\n\n"
+        "Time series regressor: EA-DC-Transformer, mean-pooled, linear head, MSE (Wang et al., TPAMI 2023, Eq. 9).\n\n"
         "Targets are standardised with the training mean and std; predictions are returned in the\n"
         "original units. Input formats as EADCTransformerClassifier.\n"
         + EADCTransformerMixin.__doc__

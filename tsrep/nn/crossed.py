@@ -1,4 +1,5 @@
-"""Crossed co-attention (paper 004, Sec. 2.2; DESIGN.md section 6).
+"""Crossed co-attention (Li and Jiang, "Two-Headed Monster and Crossed Co-Attention Networks",
+AACL-IJCNLP 2020 Student Research Workshop, Sec. 2.2).
 
 Two symmetric branches over the same input. Each sees its own copy of the input, corrupted
 independently during training (dropout and a random corruption), and takes its queries from the

@@ -1,4 +1,5 @@
-"""Interacting-head attention (paper 003, Eq. 10-13; DESIGN.md section 5).
+"""Interacting-head attention (Li and Luo, "An Improved Transformer-Based Neural Machine Translation
+Strategy: Interacting-Head Attention", Computational Intelligence and Neuroscience 2022, Eq. 10-13).
 
 Every query head attends with every key head (Eq. 11-12):
 

@@ -1,4 +1,4 @@
-"""Patch and downsampling front ends: long series become fewer tokens (PatchTST-style; DESIGN.md section 1, Cost).
+"""Patch and downsampling front ends: long series become fewer tokens (PatchTST-style).
 
 The evolving-attention maps are (B, K, N, N): at 1751 steps one map of a batch of 16 in fp32 is
 1.6 GB and its 3 x 3 convolution about 56 GFLOP per layer. Turning windows of steps into tokens

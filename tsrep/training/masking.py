@@ -1,4 +1,5 @@
-"""Input masking for masked-reconstruction pretraining (TST; paper 002, Sec. 3.3.2, Eq. 7-8).
+"""Input masking for masked-reconstruction pretraining (TST; Wang et al., "Convolution-enhanced
+Evolving Attention Networks", IEEE TPAMI 2023, Sec. 3.3.2, Eq. 7-8).
 
 TST masks each variable of a series separately with a two-state Markov chain: a masked step stays
 masked with probability 1 - p_m and an unmasked one becomes masked with probability p_u, where

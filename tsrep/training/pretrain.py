@@ -1,4 +1,4 @@
-"""Masked-reconstruction pretraining loop (paper 002, Sec. 3.3.2; TST), with resumable checkpoints.
+"""Masked-reconstruction pretraining loop (Wang et al., TPAMI 2023, Sec. 3.3.2; TST), with resumable checkpoints.
 
 Every epoch shuffles the cases and draws a fresh mask for every batch (tsrep.training.masking); the
 loss is the MSE over masked, non-padded entries (Eq. 8). With ``checkpoint`` set, the loop writes

@@ -1,4 +1,4 @@
-"""Search spaces: the paper's default (002, Sec. 4.1) and user overrides, turned into Optuna distributions.
+"""Search spaces: the paper's default (Wang et al., TPAMI 2023, Sec. 4.1) and user overrides, turned into Optuna distributions.
 
 A search space is a mapping ``parameter name -> spec``. A spec is one of
 
@@ -30,7 +30,7 @@ from tsrep.backbones.dc_transformer import split_width
 ALPHA_BETA_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)
 P_GRID = (0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875)
 
-#: The paper's grid (002, Sec. 4.1): alpha, beta in {0.1, ..., 0.9}; p in {0.125, ..., 0.875};
+#: The paper's grid (Wang et al. 2023, Sec. 4.1): alpha, beta in {0.1, ..., 0.9}; p in {0.125, ..., 0.875};
 #: d in {64, 128}; blocks n in {2, 3, 4, 5}.
 PAPER_SEARCH_SPACE: dict = {
     "alpha": list(ALPHA_BETA_GRID),
