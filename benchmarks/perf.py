@@ -1,4 +1,4 @@
-"""Speed and memory of the EA-DC-Transformer against a vanilla transformer, and fit+predict against peers (issue 7).
+"""Speed and memory of the EA-DC-Transformer against a vanilla transformer, and fit+predict against peers.
 
 One run measures, on this machine and in this process's torch thread setting:
 

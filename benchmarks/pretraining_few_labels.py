@@ -1,4 +1,4 @@
-"""Value of masked-reconstruction pretraining with few labels (issue 8).
+"""Value of masked-reconstruction pretraining with few labels.
 
 For JapaneseVowels (classification, accuracy) and Covid3Month (regression, RMSE), per seed:
 

