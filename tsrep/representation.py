@@ -112,31 +112,78 @@ class TSRepEncoder(BaseCollectionTransformer):
 
     Parameters
     ----------
-    d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, attention, kernel_size,
-    dim_feedforward, dropout, pooling, norm, scaling :
-        As EADCTransformerClassifier.
+    d_model : int, default=64
+        Hidden width d, the length of each representation vector (with mean or max pooling).
+    n_blocks : int, default=3
+        Blocks of two layers; the dilation of the convolution branch doubles per block.
+    n_heads : int, default=8
+        Attention heads; must divide the attention width round(p * d_model).
+    p : float in [0, 1], default=0.25
+        Share of the channels given to attention (0: dilated convolution only, 1: EA-Transformer).
+    alpha : float in [0, 1], default=0.5
+        Weight of the previous layer's attention logits in the evolving step (Eq. 1).
+    beta : float in [0, 1], default=0.5
+        Weight of the convolved attention map in the evolving step (Eq. 1); alpha = beta = 0 is
+        plain attention.
+    attn_kernel_size : int, default=3
+        Odd kernel size of the attention-map convolution.
+    attention : str, default="evolving"
+        Attention kind of every layer, as in :class:`~tsrep.EADCTransformerClassifier`.
+    kernel_size : int, default=3
+        Kernel of the dilated convolution branch.
+    dim_feedforward : int or None, default=None
+        Width of the position-wise feed-forward network; None means 4 * d_model.
+    dropout : float in [0, 1), default=0.1
+        Dropout after the input projection and inside every layer.
+    pooling : {"mean", "max", "flatten"}, default="mean"
+        How ``transform`` turns the (n_timepoints, d_model) output of a series into one vector:
+        mean or max over its valid steps, or the flattened sequence (fixed maximum length).
+    norm : {"batch", "layer"}, default="batch"
+        Padding-aware BatchNorm (statistics skip padded steps) or LayerNorm.
+    scaling : {"standard", "symlog"}, default="standard"
+        Per-channel standardisation fitted in ``fit``; "symlog" first maps x to
+        sign(x) * log(1 + abs(x)).
     pretrain_epochs : int >= 0, default=50
         Epochs of masked reconstruction in fit (0: a randomly initialised encoder).
     mask_ratio : float in (0, 1), default=0.15
+        Share of the values masked in every epoch.
     mask_mean_length : float >= 1, default=3
         Mean length of the masked spans (geometric masking).
     masking : {"geometric", "bernoulli"}, default="geometric"
         TST's per-variable geometric spans, or every value masked independently.
-    lr, batch_size, optimizer, optimizer_kwargs, grad_clip, device, random_state, verbose :
-        As EADCTransformerClassifier.
+    lr : float, default=1e-3
+        Learning rate (constant).
+    batch_size : int, default=64
+        Series per optimiser step.
+    optimizer : str or torch.optim.Optimizer subclass, default="radam"
+        Any torch.optim or torch-optimizer name; "radam" uses betas (0.9, 0.99).
+    optimizer_kwargs : dict or None, default=None
+        Extra keyword arguments of the optimiser.
+    grad_clip : float or None, default=4.0
+        Largest gradient norm (None: no clipping).
     checkpoint : path or None, default=None
         Resumable pretraining state, written after every epoch; a fit that finds the file resumes
         after its last finished epoch. The file records a hash of the training data and every
         parameter but verbose, device, checkpoint and pretrain_epochs: a fit on other data or with
         other parameters raises ValueError naming what differs, and leaves the file alone, as does
         a fit with fewer pretrain_epochs than the file already holds (a larger budget continues it).
+    device : {"auto", "cpu", "cuda"} or torch device string, default="auto"
+        Where the encoder trains and runs ("auto": a GPU when there is one).
+    random_state : int, RandomState or None, default=None
+        Seed of the initial weights, the shuffles and the masks.
+    verbose : bool, default=False
+        Show the progress of pretraining (reconstruction loss per epoch).
 
     Attributes
     ----------
-    encoder_ : the pretrained DCTransformerEncoder
-    config_ : dict, its configuration (what ``save`` writes)
-    standardizer_ : ChannelStandardizer fitted on the pretraining data
-    loss_history_ : list of float, masked-reconstruction loss per epoch
+    encoder_ : DCTransformerEncoder
+        The pretrained encoder.
+    config_ : dict
+        Its configuration (what ``save`` writes).
+    standardizer_ : ChannelStandardizer
+        Standardisation fitted on the pretraining data.
+    loss_history_ : list of float
+        Masked-reconstruction loss per epoch.
     """
 
     _tags = {

@@ -24,7 +24,7 @@ SCALINGS = ("standard", "symlog")
 
 
 def symlog(x: np.ndarray) -> np.ndarray:
-    """sign(x) * log(1 + |x|): tames heavy-tailed inputs (counts, prices) and keeps sign and zero."""
+    """sign(x) * log(1 + abs(x)): tames heavy-tailed inputs (counts, prices) and keeps sign and zero."""
     return np.sign(x) * np.log1p(np.abs(x))
 
 

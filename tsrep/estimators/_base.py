@@ -109,7 +109,7 @@ class EADCTransformerMixin:
         test accuracy 0.93 with "batch" vs 0.67 with "layer" (d=32, 2 blocks, 100 epochs, seed 0).
     scaling : {"standard", "symlog"}, default="standard"
         Per-channel standardisation fitted on the training data; "symlog" first maps x to
-        sign(x) * log(1 + |x|), for heavy-tailed inputs such as counts.
+        sign(x) * log(1 + abs(x)), for heavy-tailed inputs such as counts.
     lr : float, default=1e-3
         Peak learning rate (the schedule's maximum).
     batch_size : int >= 2, default=64

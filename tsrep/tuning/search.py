@@ -32,10 +32,18 @@ class TSRepSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     Attributes
     ----------
-    best_estimator_ : the estimator refitted with ``best_params_`` on all of X, y
-    best_params_ : dict, best_score_ : float (mean validation score of the best trial)
+    best_estimator_ : estimator
+        The estimator refitted with ``best_params_`` on all of X, y.
+    best_params_ : dict
+        Parameters of the best trial.
+    best_score_ : float
+        Mean validation score of the best trial.
+    best_index_ : int
+        Number of the best trial in the study.
     study_ : optuna.Study
-    classes_ : of the best estimator (classifiers)
+        The study, with every trial.
+    classes_ : ndarray
+        Class labels of the best estimator (classifiers only).
     """
 
     _required_parameters = ["estimator"]
