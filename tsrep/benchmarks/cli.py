@@ -12,14 +12,43 @@ one of the configs that ship with tsrep (quick, shipped-paper-budget, paper, ucr
 Finished cells are stored in OUT/results.sqlite as they finish; running the same command again
 after an interruption runs only the missing cells. Outputs in OUT (default results/archive/<name>):
 tables.md, classification.md/.csv, regression.md/.csv, cells.csv, cd_<task>.png, bar_<task>.png.
+
+On a Dask cluster (pip install 'tsrep[dask]'; `dask scheduler` on one machine, `dask worker
+tcp://HOST:8786` on the others, each with tsrep installed):
+
+    tsrep-benchmark --config paper --scheduler tcp://HOST:8786 --store postgresql://me@db-host/bench
+
+The workers run the cells; only this process writes results. --store takes an SQLAlchemy URL or an
+SQLite path, so that runs on several machines share one store.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,8 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default="quick",
                    help="a YAML file, or a name: ./configs/<name>.yaml here, else tsrep's own (default: quick)")
     p.add_argument("--out", help="output directory (default: results/archive/<config name>)")
-    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (processes; default 1)")
-    p.add_argument("--threads", type=int, help="torch threads per job (default: CPU cores / jobs)")
+    p.add_argument("--jobs", type=_positive_int, help="cells run in parallel (processes; default 1)")
+    p.add_argument("--threads", type=_positive_int,
+                   help="torch threads per cell (default: CPU cores / jobs, on a Dask worker cores / its threads)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the cells on the workers of this Dask scheduler (default: the config's, else here)")
+    p.add_argument("--scheduler-timeout", type=_positive_float, default=10.0, metavar="SECONDS",
+                   help="give up connecting to the scheduler after this long (default 10)")
+    p.add_argument("--store", metavar="URL_OR_PATH",
+                   help="results store: SQLAlchemy URL (postgresql://user@host/db) or SQLite path "
+                        "(default: the config's, else OUT/results.sqlite)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ... (default auto)")
     p.add_argument("--datasets", nargs="+", help="run only these datasets (names or collections)")
     p.add_argument("--models", nargs="+", help="run only these models (tsrep.models names, aeon:<name>)")
@@ -66,6 +103,9 @@ def _override(raw: dict, args) -> dict:
             raw[key] = {k: v for k, v in (raw.get(key) or {}).items() if resolve_model(k) in kept}
     if args.seeds:
         raw["seeds"] = args.seeds
+    for key in ("scheduler", "store"):
+        if getattr(args, key):
+            raw[key] = getattr(args, key)
     for key, value in (("published", args.published), ("published_split", args.published_split),
                        ("published_in_ranks", args.published_in_ranks)):
         if value is not None:
@@ -79,23 +119,50 @@ def _override(raw: dict, args) -> dict:
     return raw
 
 
+def _output_problem(out: Path) -> str | None:
+    """Why the output directory cannot be written (None when it can), found before any cell runs."""
+    if out.exists() and not out.is_dir():
+        return f"the output directory {str(out)!r} is a file; give --out a directory"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as err:
+        return f"cannot create or write the output directory {str(out)!r} ({err.strerror or err}); give --out another one"
+    return None
+
+
 def main(argv=None) -> int:
     from tsrep.benchmarks.config import ConfigError, parse_config, read_config
     from tsrep.benchmarks.published import STUDIES, published_methods
     from tsrep.benchmarks.registry import AEON_ESTIMATORS, AEON_PREFIX
     from tsrep.benchmarks.report import write_report
-    from tsrep.benchmarks.run import make_cells, run_benchmark
-    from tsrep.benchmarks.store import ResultStore
+    from tsrep.benchmarks.run import SchedulerError, check_device, make_cells, run_benchmark
+    from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, StoreError
     from tsrep.models import MODELS
 
     args = build_parser().parse_args(argv)
+
+    def error(message) -> int:
+        print(f"tsrep-benchmark: error: {message}", file=sys.stderr)
+        return 2
+
     try:
         raw, name, where = read_config(args.config)
         cfg = parse_config(_override(raw, args), name=name, path=where)
     except (ConfigError, ValueError) as err:
-        print(f"tsrep-benchmark: error: {err}", file=sys.stderr)
-        return 2
+        return error(err)
     out = Path(args.out or Path("results") / "archive" / cfg.name)
+    if cfg.scheduler is not None and args.jobs is not None:
+        return error("--jobs runs cells on this machine; with a Dask scheduler its workers decide how many run at once")
+    if not args.list:
+        try:
+            check_device(args.device, local=cfg.scheduler is None)
+        except ValueError as err:
+            return error(f"--device: {err}")
+        problem = _output_problem(out)
+        if problem:
+            return error(problem)
     cells = make_cells(cfg, args.device)
     if args.list:
         for name, spec in MODELS.items():
@@ -111,17 +178,21 @@ def main(argv=None) -> int:
     print(f"{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds = "
           f"{len(cells)} cells; results in {out}", flush=True)
     start = time.perf_counter()
-    if args.report_only:
-        store = ResultStore(out / "results.sqlite")
-    else:
-        try:
-            store, cells = run_benchmark(cfg, out, jobs=args.jobs, device=args.device, threads=args.threads,
-                                         progress=not args.quiet)
-        except KeyboardInterrupt:
-            print(f"\ninterrupted: finished cells are stored in {out / 'results.sqlite'}; "
-                  "run the same command again to finish the others", file=sys.stderr)
-            return 130
-    df = store.frame(keys=[c.key for c in cells])
+    store = None
+    try:
+        store = ResultStore(cfg.store or out / DEFAULT_NAME)
+        if not args.report_only:
+            store, cells = run_benchmark(cfg, out, jobs=args.jobs or 1, device=args.device, threads=args.threads,
+                                         progress=not args.quiet, store=store,
+                                         scheduler_timeout=args.scheduler_timeout)
+        df = store.frame(keys=[c.key for c in cells])
+    except (StoreError, SchedulerError) as err:
+        return error(err)
+    except KeyboardInterrupt:
+        where = store.where if store is not None else out / DEFAULT_NAME
+        print(f"\ninterrupted: finished cells are stored in {where}; "
+              "run the same command again to finish the others", file=sys.stderr)
+        return 130
     from tsrep.benchmarks.report import reference_scores
 
     references = reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir)

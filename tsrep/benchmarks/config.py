@@ -33,6 +33,8 @@ Format (every key but ``models`` and one of ``datasets``/``collections`` is opti
     published: [MiniROCKET, HC2]     # published test scores shown beside the models (not run)
     published_split: fold0           # fold0 (the archive's split, as run here) or mean (over resamples)
     published_in_ranks: false        # true: count them in Avg Rank / Avg Accuracy / Rel. diff and the CD diagram
+    scheduler: tcp://head:8786       # run the cells on this Dask scheduler's workers (default: this machine)
+    store: postgresql://me@db/bench  # results store: SQLAlchemy URL or SQLite path (default OUT/results.sqlite)
 
 Models: tsrep.models names, and ``aeon:<name>`` for an aeon estimator of the fixed allow-list
 tsrep.benchmarks.registry.AEON_ESTIMATORS (``aeon:minirocket``); nothing else is imported.
@@ -72,7 +74,7 @@ if TYPE_CHECKING:
 KEYS = (
     "name", "description", "datasets", "collections", "models", "seeds", "params", "model_params",
     "dataset_params", "grid", "model_grid", "selection", "data", "published", "published_split",
-    "published_in_ranks",
+    "published_in_ranks", "scheduler", "store",
 )
 SELECTION_KEYS = ("validation_fraction", "refit")
 DATA_KEYS = ("offline", "cache_dir", "available_offline")
@@ -108,6 +110,8 @@ class BenchmarkConfig:
     published_in_ranks: bool = False
     description: str = ""
     path: str | None = None
+    scheduler: str | None = None
+    store: str | None = None
 
     def params_for(self, model: str, dataset: str) -> dict:
         """Fixed constructor parameters of one cell (without the grid)."""
@@ -277,6 +281,9 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
     except ValueError as err:
         raise ConfigError(f"published: {err}") from None
     published_in_ranks = _flag(raw, "published_in_ranks", False, "published_in_ranks")
+    for key in ("scheduler", "store"):
+        if raw.get(key) is not None and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise ConfigError(f"'{key}' must be a non-empty string, got {raw[key]!r}")
 
     cfg = BenchmarkConfig(
         name=str(raw.get("name") or name),
@@ -298,16 +305,34 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
         published_in_ranks=published_in_ranks,
         description=str(raw.get("description") or ""),
         path=path,
+        scheduler=raw.get("scheduler"),
+        store=raw.get("store"),
     )
-    # Every cell's parameters must build an estimator: catch contradictions (e.g. beta for
-    # "w/o Convolution") now, not after an hour of training.
+    # Every cell's parameters must build a valid estimator: catch contradictions (e.g. beta for
+    # "w/o Convolution") and bad values (d_model: -8) now, not in every cell after an hour of training.
+    checked = set()
     for model in models:
         for dataset in datasets:
-            try:
-                build_model(model, "classification", **cfg.params_for(model, dataset))
-            except ValueError as err:
-                raise ConfigError(f"model {model!r} on {dataset}: {err}") from None
+            for point in grid_points(cfg.grid_for(model)):
+                settings = repr((model, sorted(cfg.params_for(model, dataset).items()), sorted(point.items())))
+                if settings in checked:  # datasets without params of their own share one check
+                    continue
+                checked.add(settings)
+                try:
+                    estimator = build_model(model, "classification", **{**cfg.params_for(model, dataset), **point})
+                    if hasattr(estimator, "_validate_params"):  # tsrep's checks of its parameters, without data
+                        estimator._validate_params()
+                except (ValueError, TypeError) as err:
+                    where = f" with grid point {point}" if point else ""
+                    raise ConfigError(f"model {model!r} on {dataset}{where}: {err}") from None
     return cfg
+
+
+def grid_points(grid: dict) -> list[dict]:
+    """The points of a grid ({name: [values]}), in scikit-learn's ParameterGrid order; [{}] for no grid."""
+    from sklearn.model_selection import ParameterGrid
+
+    return list(ParameterGrid(grid)) if grid else [{}]
 
 
 def packaged_configs() -> Traversable:

@@ -19,6 +19,7 @@ Every fit also carves its own early-stopping split from what it is given (the es
 from __future__ import annotations
 
 import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -26,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tsrep.benchmarks.config import BenchmarkConfig
-from tsrep.benchmarks.store import ResultStore, cell_key
+from tsrep.benchmarks.config import BenchmarkConfig, grid_points
+from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, cell_key
 from tsrep.data.archive import dataset_task, load_archive
 
 
@@ -74,12 +75,6 @@ def make_cells(cfg: BenchmarkConfig, device: str = "auto") -> list[Cell]:
     return cells
 
 
-def grid_points(grid: dict) -> list[dict]:
-    from sklearn.model_selection import ParameterGrid
-
-    return list(ParameterGrid(grid)) if grid else [{}]
-
-
 def _subset(X, index):
     return X[index] if isinstance(X, np.ndarray) else [X[i] for i in index]
 
@@ -113,16 +108,21 @@ def _better(task: str, a: float, b: float | None) -> bool:
     return a > b if task == "classification" else a < b
 
 
+def cell_row(cell: Cell, **values) -> dict:
+    """The stored row of a cell: what identifies it, and `values` (score, status, ...)."""
+    return {
+        "key": cell.key, "config": cell.config, "dataset": cell.dataset, "model": cell.model, "seed": cell.seed,
+        "task": cell.task, "metric": "accuracy" if cell.task == "classification" else "rmse",
+        "device": cell.device, "spec": cell.spec(), **values,
+    }
+
+
 def run_cell(cell: Cell) -> dict:
     """Train and score one cell; returns the row to store (status "ok", or "error" with the message)."""
     from tsrep.benchmarks.registry import build_model
 
     start = time.perf_counter()
-    row = {
-        "key": cell.key, "config": cell.config, "dataset": cell.dataset, "model": cell.model, "seed": cell.seed,
-        "task": cell.task, "metric": "accuracy" if cell.task == "classification" else "rmse",
-        "device": cell.device, "spec": cell.spec(),
-    }
+    row = cell_row(cell)
     try:
         X_train, y_train = load_archive(cell.dataset, "train", cache_dir=cell.cache_dir, offline=cell.offline)
         X_test, y_test = load_archive(cell.dataset, "test", cache_dir=cell.cache_dir, offline=cell.offline)
@@ -163,11 +163,128 @@ def run_cell(cell: Cell) -> dict:
     return row
 
 
-def _run_in_worker(cell: Cell, threads: int) -> dict:
+# Seconds between two checks, in a joblib worker, that the benchmark process that started it is alive.
+PARENT_CHECK_SECONDS = 1.0
+_watched_parent: int | None = None
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """End this worker process within a second of the death of the process `parent_pid` (POSIX).
+
+    joblib's workers notice a dead parent only when their task ends: a benchmark killed with SIGKILL
+    would leave its cells training for minutes on cores that nobody reads the results of."""
+    global _watched_parent
+    if os.name != "posix" or parent_pid in (_watched_parent, os.getpid()):
+        return
+    _watched_parent = parent_pid
+    direct_child = os.getppid() == parent_pid
+
+    def parent_alive() -> bool:
+        if direct_child:  # the children of a dead process are handed to another one
+            return os.getppid() == parent_pid
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+    def watch() -> None:
+        while parent_alive():
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tsrep-parent-watch", daemon=True).start()
+
+
+def _worker_threads() -> int:
+    """Torch threads per cell on a Dask worker: the machine's cores shared by the cells it runs at once."""
+    try:
+        from distributed import get_worker
+
+        slots = int(getattr(get_worker(), "nthreads", 1))
+    except (ImportError, ValueError):
+        slots = 1
+    return max(1, (os.cpu_count() or 1) // max(1, slots))
+
+
+def _run_in_worker(cell: Cell, threads: int | None, parent_pid: int | None = None) -> dict:
     import torch
 
-    torch.set_num_threads(threads)
+    if parent_pid is not None:
+        _exit_with_parent(parent_pid)
+    torch.set_num_threads(threads or _worker_threads())
     return run_cell(cell)
+
+
+class SchedulerError(ConnectionError):
+    """The Dask scheduler cannot be reached, or Dask's distributed is not installed."""
+
+
+def connect_scheduler(address: str, timeout: float = 10.0):
+    """A distributed.Client of the scheduler at `address` (tcp://host:8786); SchedulerError after `timeout` s."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise SchedulerError(
+            "running cells on a Dask cluster needs Dask's distributed package: pip install 'tsrep[dask]'"
+        ) from None
+    try:
+        return Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, ValueError, TypeError) as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise SchedulerError(
+            f"cannot reach the Dask scheduler at {address!r} within {timeout:g} s ({reason}); check that "
+            "`dask scheduler` runs there and that this machine can reach its port"
+        ) from None
+
+
+def _dask_rows(client, cells: list[Cell], threads: int | None):
+    """Rows of `cells` as the cluster finishes them. Every cell is submitted at once (the scheduler
+    places them); a cell whose worker died is placed again by the scheduler, up to its
+    ``distributed.scheduler.allowed-failures`` (then it comes back as an error row, run again next time).
+    The task key is the cell's key: clients of one scheduler share a cell instead of running it twice."""
+    from distributed import as_completed
+
+    futures = {client.submit(_run_in_worker, cell, threads, key=f"tsrep-cell-{cell.key}"): cell for cell in cells}
+    try:
+        for future in as_completed(list(futures)):
+            cell = futures.pop(future)
+            try:
+                row = future.result()
+            except Exception as err:  # KilledWorker (its workers kept dying), a worker without tsrep, ...
+                row = cell_row(cell, status="error", seconds=0.0,
+                               error=f"{type(err).__name__} on the Dask cluster: {err}")
+            future.release()
+            yield row
+    finally:
+        if futures:  # interrupted: leave nothing running for a client that is gone
+            client.cancel(list(futures))
+
+
+def check_device(device, local: bool = True) -> None:
+    """Refuse a device torch cannot parse (and, for cells run on this machine, CUDA where there is none)
+    before any cell runs: otherwise every cell fails with the same error."""
+    if device in (None, "auto"):
+        return
+    import torch
+
+    try:
+        torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device {device!r} is not a device: use auto, cpu, cuda, cuda:N or mps") from None
+    if local:
+        from tsrep.estimators._common import resolve_device
+
+        resolve_device(device)
+
+
+def _positive(name: str, value, allow_none: bool = False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def run_benchmark(
@@ -177,18 +294,37 @@ def run_benchmark(
     device: str = "auto",
     threads: int | None = None,
     progress: bool = True,
+    scheduler=None,
+    store=None,
+    scheduler_timeout: float = 10.0,
 ) -> tuple[ResultStore, list[Cell]]:
-    """Run every cell of `cfg` not already stored in out_dir/results.sqlite; returns the store and all cells."""
+    """Run every cell of `cfg` not already in the results store; returns the store and all cells.
+
+    store: a ResultStore, an SQLAlchemy URL (``postgresql://user@host/db``) or an SQLite path;
+    default ``cfg.store``, else ``out_dir/results.sqlite``.
+    scheduler: the address of a Dask scheduler (``tcp://host:8786``) or a ``distributed.Client``;
+    default ``cfg.scheduler``; None runs the cells on this machine, ``jobs`` processes at once.
+    Only this process writes to the store: workers return their rows.
+    """
     from tqdm.auto import tqdm
 
-    if not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
-    out_dir = Path(out_dir)
-    store = ResultStore(out_dir / "results.sqlite")
+    scheduler = cfg.scheduler if scheduler is None else scheduler
+    _positive("jobs", jobs)
+    _positive("threads", threads, allow_none=True)
+    if scheduler is not None and jobs != 1:
+        raise ValueError("jobs applies to runs on this machine; on a Dask cluster its workers' threads decide "
+                         "how many cells run at once")
+    check_device(device, local=scheduler is None)
+    if not isinstance(store, ResultStore):
+        store = ResultStore(store or cfg.store or Path(out_dir) / DEFAULT_NAME)
     cells = make_cells(cfg, device)
     done = store.done_keys()
     todo = [c for c in cells if c.key not in done]
-    threads = threads or max(1, (os.cpu_count() or 1) // jobs)
+    client = None
+    if scheduler is not None and todo:
+        client = scheduler if not isinstance(scheduler, str) else connect_scheduler(scheduler, scheduler_timeout)
+    elif scheduler is None:
+        threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=f"{cfg.name} cells", disable=not progress,
                unit="cell", dynamic_ncols=True)
 
@@ -202,7 +338,14 @@ def run_benchmark(
                       f"{row['error'].splitlines()[0]}")
 
     try:
-        if jobs == 1:
+        if client is not None:
+            rows = _dask_rows(client, todo, threads)
+            try:
+                for row in rows:
+                    record(row)
+            finally:
+                rows.close()
+        elif jobs == 1:
             import torch
 
             old = torch.get_num_threads()
@@ -216,10 +359,12 @@ def run_benchmark(
             from joblib import Parallel, delayed
 
             rows = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                delayed(_run_in_worker)(cell, threads) for cell in todo
+                delayed(_run_in_worker)(cell, threads, os.getpid()) for cell in todo
             )
             for row in rows:
                 record(row)
     finally:
         bar.close()
+        if client is not None and client is not scheduler:
+            client.close()
     return store, cells

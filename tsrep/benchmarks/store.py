@@ -1,81 +1,181 @@
-"""The results store: one SQLite file, one row per finished cell, written (and committed) the moment
-the cell finishes, so that a killed run loses at most the cells in flight.
+"""The results store: one row per finished cell, written (and committed) the moment the cell finishes,
+so that a killed run loses at most the cells in flight.
+
+The store is a database reached through SQLAlchemy: by default the SQLite file ``OUT/results.sqlite``;
+any SQLAlchemy URL (``sqlite:///path/results.sqlite``, ``postgresql://user@host:5432/bench``) lets runs
+on several machines share one store. Only the process that runs the benchmark (the client of a Dask
+cluster) writes to it; workers return their rows to it.
 
 A cell is (dataset, model, seed) under one specification (fixed parameters, grid, selection
 protocol, data source); its key is a hash of all of that, so a changed config never reuses a result
 computed under another one, and an unchanged config skips every cell already stored with status "ok".
-Cells that failed are stored with status "error" and the message, and are run again next time.
+The key is the table's primary key: a cell is stored once, however often it runs. Cells that failed
+are stored with status "error" and the message, and are run again next time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from tsrep.tuning.storage import mask_url, with_postgres_driver
+
+DEFAULT_NAME = "results.sqlite"
 
 COLUMNS = (
-    ("key", "TEXT PRIMARY KEY"),
-    ("config", "TEXT"),
-    ("dataset", "TEXT"),
-    ("model", "TEXT"),
-    ("seed", "INTEGER"),
-    ("task", "TEXT"),
-    ("metric", "TEXT"),
-    ("score", "REAL"),
-    ("n_params", "INTEGER"),
-    ("params", "TEXT"),
-    ("val_score", "REAL"),
-    ("n_candidates", "INTEGER"),
-    ("seconds", "REAL"),
-    ("n_epochs", "INTEGER"),
-    ("best_epoch", "INTEGER"),
-    ("status", "TEXT"),
-    ("error", "TEXT"),
-    ("device", "TEXT"),
-    ("spec", "TEXT"),
-    ("finished_at", "TEXT"),
+    ("key", sa.Text),
+    ("config", sa.Text),
+    ("dataset", sa.Text),
+    ("model", sa.Text),
+    ("seed", sa.Integer),
+    ("task", sa.Text),
+    ("metric", sa.Text),
+    ("score", sa.Float),
+    ("n_params", sa.Integer),
+    ("params", sa.Text),
+    ("val_score", sa.Float),
+    ("n_candidates", sa.Integer),
+    ("seconds", sa.Float),
+    ("n_epochs", sa.Integer),
+    ("best_epoch", sa.Integer),
+    ("status", sa.Text),
+    ("error", sa.Text),
+    ("device", sa.Text),
+    ("spec", sa.Text),
+    ("finished_at", sa.Text),
 )
+NAMES = tuple(name for name, _ in COLUMNS)
+
+# Insert-or-update in one statement where the dialect has it (else delete and insert in one transaction).
+_UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+
+# SQLite's words for a file that is not (or no longer) a whole database.
+_DAMAGED = ("file is not a database", "malformed", "disk image", "not a database")
+
+
+class StoreError(RuntimeError):
+    """The results store cannot be opened, read or written (damaged file, unreachable server)."""
 
 
 def cell_key(spec: dict) -> str:
     return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-class ResultStore:
-    def __init__(self, path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute(f"CREATE TABLE IF NOT EXISTS cells ({', '.join(f'{c} {t}' for c, t in COLUMNS)})")
+def store_url(location) -> str:
+    """The SQLAlchemy URL of a store given as a URL or as the path of an SQLite file."""
+    text = str(location)
+    if "://" in text:
+        return with_postgres_driver(text)
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
 
-    def _connect(self):
-        db = sqlite3.connect(self.path, timeout=60)
-        db.execute("PRAGMA journal_mode=WAL")  # readers (a report) never block the writer
-        return db
+
+def _sqlite_file(url: str) -> Path | None:
+    if url.startswith("sqlite:///") and url[len("sqlite:///"):] not in ("", ":memory:"):
+        return Path(url[len("sqlite:///"):])
+    return None
+
+
+class ResultStore:
+    """Finished cells in a database: ``ResultStore("out/results.sqlite")`` or ``ResultStore(url)``."""
+
+    def __init__(self, location):
+        self.url = store_url(location)
+        self.path = _sqlite_file(self.url)  # None for a database server
+        self.where = str(self.path) if self.path is not None else mask_url(self.url)
+        if self.path is not None:
+            self._prepare_directory(self.path)
+        self._table = sa.Table("cells", sa.MetaData(), *(
+            sa.Column(name, kind, primary_key=name == "key") for name, kind in COLUMNS))
+        with self._guard("open"):
+            self._engine = self._make_engine()
+            self._table.metadata.create_all(self._engine, checkfirst=True)
+            with self._engine.connect() as db:  # reads the file: a damaged one fails here, not mid-run
+                db.execute(sa.select(sa.func.count()).select_from(self._table)).scalar()
+
+    def _prepare_directory(self, path: Path) -> None:
+        if path.is_dir():
+            raise StoreError(f"the results store {str(path)!r} is a directory; give the path of a file")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:  # a file where a directory should be, no permission, read-only file system
+            raise StoreError(
+                f"cannot create the directory of the results store {str(path)!r}: {err.strerror or err}") from None
+
+    def _make_engine(self):
+        if self.url.startswith("sqlite"):
+            engine = sa.create_engine(self.url, connect_args={"timeout": 60})
+
+            @sa.event.listens_for(engine, "connect")
+            def _wal(dbapi_connection, _record):
+                # Readers (a report) never block the writer.
+                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+
+            return engine
+        connect_args = {"connect_timeout": 10} if self.url.startswith(("postgresql", "mysql")) else {}
+        return sa.create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
+
+    @contextmanager
+    def _guard(self, action: str):
+        """Database errors as a StoreError that says what to do."""
+        try:
+            yield
+        except ImportError as err:
+            raise StoreError(f"cannot {action} the results store {self.where}: its database driver is missing "
+                             f"({err}); for postgresql:// install psycopg (pip install 'tsrep[postgres]')") from None
+        except (sa.exc.SQLAlchemyError, OSError) as err:
+            raise StoreError(self._explain(action, err)) from None
+
+    def _explain(self, action: str, err: BaseException) -> str:
+        original = getattr(err, "orig", None) or err
+        first = (str(original).strip().splitlines() or [type(original).__name__])[0]
+        if self.path is not None and any(word in first.lower() for word in _DAMAGED):
+            return (
+                f"the results store {str(self.path)!r} is damaged or truncated ({first}): it cannot be read, so "
+                f"its finished cells cannot be reused. Move it aside (mv {self.path} {self.path}.damaged) and run "
+                "the same command again to recompute the cells, or give another --out or --store"
+            )
+        if self.path is not None:
+            hint = f"check that {str(self.path.parent)!r} is a writable directory and the file is not locked"
+        else:
+            hint = "check that the database server runs and is reachable, and the URL's host, port, database and user"
+        return f"cannot {action} the results store {self.where}: {first} ({hint})"
 
     def done_keys(self) -> set[str]:
-        with self._connect() as db:
-            return {row[0] for row in db.execute("SELECT key FROM cells WHERE status = 'ok'")}
+        with self._guard("read"), self._engine.connect() as db:
+            rows = db.execute(sa.select(self._table.c.key).where(self._table.c.status == "ok"))
+            return {row[0] for row in rows}
 
     def write(self, row: dict) -> None:
-        row = {c: row.get(c) for c, _ in COLUMNS}
+        row = {c: row.get(c) for c in NAMES}
         row["finished_at"] = row["finished_at"] or time.strftime("%Y-%m-%d %H:%M:%S")
         for c in ("params", "spec"):
             if row[c] is not None and not isinstance(row[c], str):
                 row[c] = json.dumps(row[c], sort_keys=True, default=str)
-        names = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        with self._connect() as db:  # the context manager commits
-            db.execute(f"INSERT OR REPLACE INTO cells ({names}) VALUES ({marks})", list(row.values()))
+        with self._guard("write"), self._engine.begin() as db:  # one transaction, committed on exit
+            upsert = _UPSERTS.get(self._engine.dialect.name)
+            if upsert is not None:
+                insert = upsert(self._table).values(**row)
+                db.execute(insert.on_conflict_do_update(
+                    index_elements=["key"], set_={c: insert.excluded[c] for c in NAMES if c != "key"}))
+            else:
+                db.execute(sa.delete(self._table).where(self._table.c.key == row["key"]))
+                db.execute(sa.insert(self._table).values(**row))
 
     def frame(self, keys=None) -> pd.DataFrame:
         """Stored rows (only the given keys when keys is not None)."""
-        with self._connect() as db:
-            df = pd.read_sql_query("SELECT * FROM cells", db)
+        with self._guard("read"), self._engine.connect() as db:
+            rows = db.execute(sa.select(self._table)).all()
+        df = pd.DataFrame([tuple(r) for r in rows], columns=list(NAMES))
         if keys is not None:
             df = df[df["key"].isin(set(keys))]
         return df.reset_index(drop=True)
+
+    def close(self) -> None:
+        self._engine.dispose()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,6 +85,40 @@ def parse_assignment(text: str):
         return name.strip(), yaml.safe_load(value)
     except yaml.YAMLError as e:
         raise CLIError(f"--set {text!r}: the value is not valid YAML ({e})") from e
+
+
+def read_search_space(path: Path) -> dict:
+    """The mapping of a --search-space YAML file; CLIError naming the file (and line) for anything else."""
+    if not path.is_file():
+        raise CLIError(f"--search-space {str(path)!r} {'is a directory' if path.is_dir() else 'does not exist'}; "
+                       "give a YAML file")
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise CLIError(f"--search-space {str(path)!r} is not a text file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise CLIError(f"--search-space {str(path)!r} is not valid YAML{where}: {problem}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise CLIError(f"--search-space {str(path)!r} must hold a mapping of parameter -> spec, "
+                       f"got a {type(loaded).__name__}")
+    return loaded
+
+
+def check_output(output: Path) -> None:
+    """Refuse an output directory that cannot be written before any trial runs (not after all of them)."""
+    if output.exists() and not output.is_dir():
+        raise CLIError(f"--output {str(output)!r} is a file; give a directory")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output):
+            pass
+    except OSError as e:
+        raise CLIError(f"--output {str(output)!r} cannot be created or written ({e.strerror or e})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,15 +193,11 @@ def run(args) -> int:
         estimator.set_params(max_epochs=args.max_epochs)
     space = {}
     if args.search_space is not None:
-        if not args.search_space.is_file():
-            raise CLIError(f"--search-space {str(args.search_space)!r} does not exist")
-        loaded = yaml.safe_load(args.search_space.read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise CLIError(f"--search-space {str(args.search_space)!r} must hold a mapping of parameter -> spec")
-        space.update(loaded)
+        space.update(read_search_space(args.search_space))
     space.update(dict(parse_assignment(a) for a in args.assignments))
     study_name = args.study_name or f"{args.dataset}-{model_name.replace('EADCTransformer', '').lower()}"
     output = args.output or Path("tuning") / study_name
+    check_output(output)
     storage = args.storage or default_storage_url()
     if "://" not in storage and storage not in ("memory", ":memory:"):
         storage = f"sqlite:///{Path(storage).expanduser().resolve()}"
@@ -253,6 +284,13 @@ def main(argv=None) -> int:
     except (CLIError, SearchSpaceError, StorageError, ConfigError, StudyMismatchError) as e:
         print(f"tsrep-tune: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Optuna has marked the interrupted trial FAIL; the finished ones are in the storage.
+        kept = "they are lost with the in-memory storage" if args.storage in ("memory", ":memory:") else (
+            "they are kept in the study's storage; run the same command again to go on")
+        print(f"\ntsrep-tune: interrupted: the trial under way is marked failed, the finished trials stay; {kept}",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,13 +11,20 @@ Database storages get Optuna's heartbeat: a running trial whose worker stops bea
 ``grace_period`` seconds (killed, machine lost) is marked FAIL by the next worker that looks, and
 ``RetryHeartbeatStaleTrialCallback`` (formerly ``RetryFailedTrialCallback``) queues it again with the
 same parameters, up to ``max_retry`` times.
+
+A trial killed on this machine need not wait for the grace period: every trial records its owner
+(host, process id and that process's start time), and a run that opens the study marks FAIL, and
+queues again, the RUNNING trials whose owner was a process of this machine that no longer exists
+(:func:`fail_dead_owner_trials`). Trials of other machines are left to the heartbeat.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import re
+import socket
 import warnings
 from pathlib import Path
 
@@ -64,7 +71,7 @@ def _explain(url: str, error: BaseException) -> str:
     return f"cannot open the Optuna storage {masked}: {first} ({hint})"
 
 
-def _with_postgres_driver(url: str) -> str:
+def with_postgres_driver(url: str) -> str:
     """``postgresql://`` -> ``postgresql+psycopg://`` (psycopg 3) or ``+psycopg2`` (whichever is installed):
     SQLAlchemy's default driver for the bare scheme changed between versions."""
     for bare in ("postgresql://", "postgres://"):
@@ -106,7 +113,7 @@ def resolve_storage(
             raise StorageError(
                 f"cannot open the Optuna storage {url}: directory {str(Path(target).parent)!r} does not exist"
             )
-    url = _with_postgres_driver(url)
+    url = with_postgres_driver(url)
     engine_kwargs: dict = {"pool_pre_ping": True}
     if url.startswith(("postgresql", "postgres")):
         engine_kwargs["connect_args"] = {"connect_timeout": int(connect_timeout)}
@@ -129,6 +136,66 @@ def resolve_storage(
         if type(e).__module__.startswith("sqlalchemy") or isinstance(e, (OSError, ValueError)):
             raise StorageError(_explain(url, e)) from e
         raise
+
+
+def _process_start(pid: int) -> str | None:
+    """When process `pid` started (Linux: clock ticks after boot); None where unknown. With the pid it
+    names one process: a pid reused by a later process has another start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def owner_record(trial_number: int) -> dict:
+    """Who runs a trial: this machine and process (stored as the trial's ``tsrep_owner`` user attribute).
+
+    The trial's number is part of it: a retried trial inherits its original's user attributes, and
+    must not be taken for the original's (dead) owner's."""
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "started": _process_start(pid), "trial": trial_number}
+
+
+def _owner_is_gone(owner: dict) -> bool:
+    """True only when certain: the owner ran on this machine and its process no longer exists."""
+    pid = owner.get("pid")
+    if os.name != "posix" or owner.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return False
+    if owner.get("started") is not None and _process_start(os.getpid()) is not None:
+        return _process_start(pid) != owner["started"]  # gone, or the pid now names another process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def fail_dead_owner_trials(study: optuna.Study, max_retry: int | None = 3) -> list[int]:
+    """Mark FAIL the RUNNING trials whose owner was a process of this machine that is gone (killed,
+    crashed), and queue each again with the same parameters as the heartbeat's retry does (up to
+    `max_retry` retries of one trial; None: no limit). Returns the numbers of the trials failed."""
+    failed = []
+    storage = study._storage
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        owner = trial.user_attrs.get("tsrep_owner")
+        if not isinstance(owner, dict) or owner.get("trial") != trial.number or not _owner_is_gone(owner):
+            continue
+        try:
+            if not storage.set_trial_state_values(trial._trial_id, state=optuna.trial.TrialState.FAIL):
+                continue
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue  # another process failed it first (and queued its retry)
+        failed.append(trial.number)
+        if max_retry is None or max_retry > 0:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                _RetryCallback(max_retry=max_retry)(study, copy.deepcopy(storage.get_trial(trial._trial_id)))
+    return failed
 
 
 def heartbeat_enabled(storage: BaseStorage) -> bool:
