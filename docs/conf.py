@@ -11,10 +11,11 @@ import sys
 import warnings
 from pathlib import Path
 
-import tsrep
-
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the source tree, when tsrep is not installed
+if (ROOT / "tsrep" / "__init__.py").is_file():
+    sys.path.insert(0, str(ROOT))  # the source tree, when tsrep is not installed
+
+import tsrep  # noqa: E402
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -34,6 +35,8 @@ extensions = [
     "sphinx_gallery.gen_gallery",
 ]
 templates_path = ["_templates"]
+# The references page lists works the other pages cite only in passing (by author and year).
+suppress_warnings = ["ref.citation"]
 exclude_patterns = ["_build", "examples/*", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
                     "auto_examples/*.md5", "auto_examples/*.json", "**/sg_execution_times.rst"]
 

@@ -184,6 +184,25 @@ class TSRepEncoder(BaseCollectionTransformer):
         Standardisation fitted on the pretraining data.
     loss_history_ : list of float
         Masked-reconstruction loss per epoch.
+
+    Examples
+    --------
+    >>> from aeon.datasets import load_basic_motions
+    >>> from tsrep import TSRepEncoder
+    >>> X, y = load_basic_motions(split="train")
+    >>> encoder = TSRepEncoder(d_model=16, n_heads=2, n_blocks=1, pretrain_epochs=2, random_state=0)
+    >>> Z = encoder.fit_transform(X)  # no labels used
+    >>> Z.shape, len(encoder.loss_history_)
+    ((40, 16), 2)
+
+    A saved encoder starts a classifier, whose head alone is new:
+
+    >>> import os, tempfile
+    >>> from tsrep import EADCTransformerClassifier
+    >>> path = encoder.save(os.path.join(tempfile.mkdtemp(), "encoder.pt"))
+    >>> clf = EADCTransformerClassifier(pretrained_encoder=path, max_epochs=1, min_steps=0).fit(X, y)
+    >>> clf.n_parameters_ > 0
+    True
     """
 
     _tags = {

@@ -545,6 +545,15 @@ def load_archive(name: str, split: str | None = "train", cache_dir=None, offline
     DatasetNotFoundError
         Not on disk and offline, or the download failed; the message lists where it looked and how
         to provide the files.
+
+    Examples
+    --------
+    >>> from tsrep.data import list_datasets, load_archive
+    >>> X, y = load_archive("GunPoint", split="train")  # ships with aeon: no download
+    >>> X.shape, sorted(set(y.tolist()))
+    ((50, 1, 150), ['1', '2'])
+    >>> "BasicMotions" in list_datasets("shipped")
+    True
     """
     no_download, offline_dir = _resolve_offline(offline)
     name = _lookup_name(name, offline_dir)

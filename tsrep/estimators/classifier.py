@@ -29,6 +29,25 @@ class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
     validation_fraction_ : float, the share of TRAIN held out (validation_fraction="auto" resolved)
     patch_len_, patch_stride_ : int or None, the token front end used (patch_len="auto" resolved)
     estimators_ : list of fitted single-model classifiers when n_estimators > 1, else None
+
+    Examples
+    --------
+    >>> from aeon.datasets import load_basic_motions
+    >>> from tsrep import EADCTransformerClassifier
+    >>> X, y = load_basic_motions(split="train")
+    >>> X.shape  # (n_cases, n_channels, n_timepoints)
+    (40, 6, 100)
+    >>> clf = EADCTransformerClassifier(d_model=16, n_heads=2, n_blocks=1, max_epochs=2,
+    ...                                 min_steps=0, random_state=0)
+    >>> clf = clf.fit(X, y)
+    >>> clf.predict(X[:4]).shape, clf.predict_proba(X[:4]).shape
+    ((4,), (4, 4))
+
+    Series of unequal length are a list of (n_channels, n_timepoints_i) arrays:
+
+    >>> unequal = [x[:, : 60 + i] for i, x in enumerate(X[:5])]
+    >>> clf.predict(unequal).shape
+    (5,)
     """
     )
 

@@ -26,6 +26,18 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
     ----------
     module_, n_parameters_, history_, best_epoch_ : as EADCTransformerClassifier
     y_mean_, y_std_ : float, the target standardisation
+
+    Examples
+    --------
+    >>> from aeon.datasets import load_covid_3month
+    >>> from tsrep import EADCTransformerRegressor
+    >>> X, y = load_covid_3month(split="train")
+    >>> X.shape
+    (140, 1, 84)
+    >>> reg = EADCTransformerRegressor(d_model=16, n_heads=2, n_blocks=1, max_epochs=2, min_steps=0,
+    ...                                scaling="symlog", random_state=0).fit(X, y)
+    >>> reg.predict(X[:3]).shape
+    (3,)
     """
     )
 

@@ -44,6 +44,19 @@ class TSRepSearchCV(MetaEstimatorMixin, BaseEstimator):
         The study, with every trial.
     classes_ : ndarray
         Class labels of the best estimator (classifiers only).
+
+    Examples
+    --------
+    >>> from aeon.datasets import load_italy_power_demand
+    >>> from sklearn.model_selection import cross_val_score
+    >>> from tsrep import EADCTransformerClassifier
+    >>> from tsrep.tuning import TSRepSearchCV
+    >>> X, y = load_italy_power_demand(split="train")
+    >>> estimator = EADCTransformerClassifier(d_model=16, n_heads=2, n_blocks=1, max_epochs=1,
+    ...                                       min_steps=0, random_state=0)
+    >>> search = TSRepSearchCV(estimator, {"alpha": [0.1, 0.9]}, default_space=False, n_trials=2)
+    >>> cross_val_score(search, X, y, cv=2).shape  # each fold tunes on its own training part
+    (2,)
     """
 
     _required_parameters = ["estimator"]

@@ -343,6 +343,19 @@ def tune(
     reuse_duplicates : a trial whose sampled parameters equal a completed trial's takes that trial's
         score instead of training again (user attribute ``duplicate_of``); samplers repeat points
         of small grids, and with a fixed ``random_state`` the fit would be the same.
+
+    Examples
+    --------
+    >>> from aeon.datasets import load_italy_power_demand
+    >>> from tsrep import EADCTransformerClassifier
+    >>> from tsrep.tuning import tune
+    >>> X, y = load_italy_power_demand(split="train")
+    >>> estimator = EADCTransformerClassifier(d_model=16, n_heads=2, n_blocks=1, max_epochs=1,
+    ...                                       min_steps=0, random_state=0)
+    >>> study, best = tune(estimator, X, y, n_trials=2, storage="memory", seed=0,
+    ...                    default_space=False, search_space={"alpha": [0.1, 0.9]})
+    >>> len(study.trials), best.alpha in (0.1, 0.9)
+    (2, True)
     """
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
     if n_trials is None and max_trials is None and timeout is None:
