@@ -14,7 +14,7 @@ cells = [
         "# tsrep quickstart\n\n"
         "A tour of tsrep: the EA-DC-Transformer classifier and regressor (aeon estimators), masked-reconstruction "
         "pretraining (TST masking), `TSRepEncoder` representations in a scikit-learn `Pipeline`, encoder "
-        "checkpoints, and the analysis pictures of paper 002 (t-SNE with AvgWCD, attention maps of every layer).\n\n"
+        "checkpoints, and the analysis pictures of Wang et al., *Convolution-enhanced Evolving Attention Networks* (IEEE TPAMI 2023): t-SNE with AvgWCD, attention maps of every layer.\n\n"
         "Budgets are small so the notebook runs in a few minutes on two CPU cores; the test suite runs it with "
         "even smaller ones (`TSREP_QUICKSTART_SCALE`)."
     ),
@@ -100,7 +100,7 @@ cells = [
     ),
     new_markdown_cell(
         "## Analysis\n"
-        "t-SNE of the test representations coloured by class (paper 002, Figure 4) with the average within-class "
+        "t-SNE of the test representations coloured by class (Figure 4 of Wang et al. 2023) with the average within-class "
         "distance AvgWCD (Eq. 13; smaller is tighter), then the attention maps of every layer for one series "
         "(rows: layers, bottom = deepest; columns: heads), which evolve from layer to layer."
     ),
