@@ -55,6 +55,7 @@ WORKER = textwrap.dedent(
     from tsrep.data import load_archive
     from tsrep.estimators import EADCTransformerClassifier
     from tsrep.training import fit_classifier, predict_logits
+    from tsrep.training.callbacks import Callback, CSVLogger
     from tsrep.training.distributed import get_rank, get_world_size, save_on_main
 
     torch.set_num_threads(1)
@@ -124,6 +125,22 @@ WORKER = textwrap.dedent(
         except (ValueError, RuntimeError) as exc:
             errors[what] = str(exc)
     results["errors"] = errors
+
+    # Callbacks run on every rank; the CSV logger writes on rank 0 only; rank 0's stop is every rank's.
+    class StopOnRankZero(Callback):
+        def __init__(self):
+            self.epochs = []
+
+        def on_epoch_end(self, epoch, logs):
+            self.epochs.append(epoch)
+            return get_rank() == 0 and epoch == 1
+
+    stopper = StopOnRankZero()
+    clf = EADCTransformerClassifier(
+        d_model=8, n_blocks=1, n_heads=2, p=0.5, max_epochs=4, min_steps=0, random_state=0,
+        callbacks=[stopper, CSVLogger(f"{sys.argv[1]}/log_of_{get_world_size()}.csv")],
+    ).fit(X, y)
+    results["callbacks"] = {"epochs": stopper.epochs, "n_epochs": clf.n_epochs_}
     torch.save(results, f"{sys.argv[1]}/rank{get_rank()}_of_{get_world_size()}.pt")
     save_on_main({"written by": get_rank()}, f"{sys.argv[1]}/main_of_{get_world_size()}.pt")
     '''
@@ -158,6 +175,7 @@ def runs(tmp_path_factory):
     for rank, world in ((0, 1), (0, 2), (1, 2)):
         results[rank, world] = torch.load(out / f"rank{rank}_of_{world}.pt", weights_only=False)
     results["main"] = torch.load(out / "main_of_2.pt")
+    results["log_of_2"] = (out / "log_of_2.csv").read_text().splitlines()
     return results
 
 
@@ -219,6 +237,13 @@ def test_save_on_main_writes_once_from_rank_zero(runs):
 
 
 # ----------------------------------------------------------------------------- without processes
+def test_callbacks_run_on_every_rank_and_loggers_write_once(runs):
+    for rank in (0, 1):
+        assert runs[rank, 2]["callbacks"] == {"epochs": [0, 1], "n_epochs": 2}  # no rank waits for another
+    header, *rows = runs["log_of_2"]
+    assert header.startswith("epoch,train_loss") and [r.split(",")[0] for r in rows] == ["0", "1"]
+
+
 def test_shards_are_a_contiguous_partition_of_the_batch():
     index = torch.randperm(23)
     for world in (1, 2, 3, 4, 7):

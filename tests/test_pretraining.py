@@ -1,5 +1,6 @@
 """Masked-reconstruction pretraining, TSRepEncoder and encoder checkpoints (issue 8)."""
 
+import json
 import os
 import pickle
 
@@ -81,7 +82,17 @@ class _Payload:
 
 
 def test_loaded_checkpoint_cannot_execute_code(fitted_encoder, tmp_path):
-    good = torch.load(fitted_encoder.save(tmp_path / "good.pt"), weights_only=True)
+    # A checkpoint of the earlier torch.save format (still read, with weights_only=True) ...
+    good = {
+        "format": ENCODER_FORMAT, "config_json": json.dumps(fitted_encoder.config_),
+        "encoder": fitted_encoder.encoder_.state_dict(),
+        "standardizer_mean": torch.as_tensor(fitted_encoder.standardizer_.mean_),
+        "standardizer_std": torch.as_tensor(fitted_encoder.standardizer_.std_),
+    }
+    torch.save(good, tmp_path / "legacy.pt")
+    assert np.array_equal(TSRepEncoder.load(tmp_path / "legacy.pt").transform(np.zeros((2, 6, 20))),
+                          fitted_encoder.transform(np.zeros((2, 6, 20))))
+    # ... with a payload in it
     marker = tmp_path / "pwned"
     evil = dict(good, config_json=_Payload(marker))
     path = tmp_path / "evil.pt"

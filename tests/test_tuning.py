@@ -21,7 +21,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
-from tsrep.training.hooks import current_epoch_callback, epoch_callback
+from tsrep.training.callbacks import OptunaPruning
 from tsrep.tuning import (
     PAPER_SEARCH_SPACE,
     ConfigError,
@@ -55,26 +55,31 @@ class PruneAllButFirst(optuna.pruners.BasePruner):
         return trial.number >= 1 and trial.last_step is not None and trial.last_step >= 1
 
 
-# ----------------------------------------------------------------- the estimator's hook
-def test_epoch_callback_reports_and_exception_leaves_fit_cleanly(basic_motions):
-    X, y = basic_motions
-    seen = []
-    model = EADCTransformerClassifier(**{**TINY, "max_epochs": 4})
+# ----------------------------------------------------------------- the tuner's pruning callback
+class _StopAtSecond(OptunaPruning):
+    """OptunaPruning's scoring, with a pruning decision of its own: stop at the second epoch."""
 
-    def stop_at_second(epoch, score):
-        seen.append((epoch, score))
+    def __init__(self, X, y, seen):
+        super().__init__(trial=None, X=X, y=y)
+        self.seen = seen
+
+    def on_epoch_end(self, epoch, logs):
+        self.seen.append((epoch, self._score()))
         if epoch == 1:
             raise optuna.TrialPruned("stop")
 
+
+def test_pruning_callback_scores_own_data_and_exception_leaves_fit_cleanly(basic_motions):
+    X, y = basic_motions
+    seen = []
+    model = EADCTransformerClassifier(**{**TINY, "max_epochs": 4}, callbacks=[_StopAtSecond(X[:10], y[:10], seen)])
     rng_before = torch.random.get_rng_state()
-    with epoch_callback(stop_at_second, eval_data=(X[:10], y[:10])):
-        with pytest.raises(optuna.TrialPruned):
-            model.fit(X, y)
+    with pytest.raises(optuna.TrialPruned):
+        model.fit(X, y)
     assert [e for e, _ in seen] == [0, 1] and all(0.0 <= s <= 1.0 for _, s in seen)
     assert not model.is_fitted
     assert torch.equal(torch.random.get_rng_state(), rng_before)  # the user's RNG is left alone
-    assert current_epoch_callback() is None
-    model.fit(X, y)  # outside the block: no callback, a normal fit
+    model.set_params(callbacks=None).fit(X, y)  # no callback: a normal fit
     assert model.is_fitted and len(seen) == 2
 
 

@@ -1,22 +1,22 @@
 """Unsupervised representations: TSRepEncoder and pretrained-encoder checkpoints.
 
-An encoder checkpoint is ONE file written by ``torch.save`` holding only tensors, numbers and strings:
+An encoder checkpoint is a tsrep model file (tsrep._serialization): ONE safetensors file whose
+tensors are the encoder's weights (``encoder.<name>``) and the per-channel standardisation fitted on
+the pretraining data (``standardizer.mean`` / ``standardizer.std``, float64), and whose metadata holds
+JSON of the encoder architecture (``config_``: DCTransformerEncoder keyword arguments, including
+``in_channels`` and ``max_len``, and the preprocessing, ``scaling`` and ``pooling``), the
+TSRepEncoder's parameters and its loss history. Nothing in it is pickled, so nothing in it can run.
 
-- ``format``: "tsrep-encoder/1"
-- ``config_json``: JSON of the encoder architecture (DCTransformerEncoder keyword arguments,
-  including ``in_channels`` and ``max_len``) and of the preprocessing (``scaling``, ``pooling``)
-- ``encoder``: the encoder's state_dict (CPU tensors)
-- ``standardizer_mean`` / ``standardizer_std``: the per-channel standardisation fitted on the
-  pretraining data (float64 tensors)
-
-It is read with ``torch.load(weights_only=True)``: a file carrying pickled code is refused with a
-ValueError, never run. Classifiers and regressors start from such a file with
+Checkpoints of the earlier format (one ``torch.save`` file of tensors, numbers and strings, format
+"tsrep-encoder/1") are still read, with ``torch.load(weights_only=True)``: a file carrying pickled
+code is refused with a ValueError, never run. Classifiers and regressors start from either kind with
 ``pretrained_encoder=path`` (only their output head is new).
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 import numbers
 from pathlib import Path
 
@@ -28,11 +28,15 @@ from tsrep.backbones import DCTransformerEncoder
 from tsrep.backbones.dc_transformer import validate_backbone_params
 from tsrep.data import ChannelStandardizer, as_case_list
 from tsrep.estimators._common import check_not_empty, cpu_state_dict, prepare_series, resolve_device, seed_from, validate_training_params
+from tsrep.estimators._common import check_finite_outputs, check_values
+from tsrep.estimators._memory import check_training_memory
 from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import SequencePooling
 from tsrep.training import predict_outputs
+from tsrep.training.callbacks import check_callbacks
 from tsrep.training.masking import ReconstructionModel, validate_masking
-from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked, save_atomically
+from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked
+from tsrep._serialization import from_json, prefixed, read_model_file, to_json, write_model_file
 
 ENCODER_FORMAT = "tsrep-encoder/1"
 ENCODER_KEYS = (
@@ -41,31 +45,79 @@ ENCODER_KEYS = (
 )
 
 
+#: Configuration keys an encoder checkpoint must hold (the others have defaults: no DEACON head mixing).
+REQUIRED_KEYS = (
+    "in_channels", "max_len", "d_model", "n_blocks", "n_heads", "p", "alpha", "beta", "attn_kernel_size",
+    "kernel_size", "dim_feedforward", "dropout", "norm", "attention",
+)
+
+
 def build_encoder(config: dict) -> DCTransformerEncoder:
     return DCTransformerEncoder(**{k: config[k] for k in ENCODER_KEYS if k in config})
 
 
-def save_encoder(path, config: dict, encoder: torch.nn.Module, standardizer: ChannelStandardizer) -> Path:
-    """Write an encoder checkpoint (see module docstring); returns the path."""
-    path = Path(path)
-    save_atomically(
-        {
-            "format": ENCODER_FORMAT,
-            "config_json": json.dumps(config, sort_keys=True),
-            "encoder": {k: v.detach().to("cpu", copy=True) for k, v in encoder.state_dict().items()},
-            "standardizer_mean": torch.as_tensor(np.asarray(standardizer.mean_, dtype=np.float64)),
-            "standardizer_std": torch.as_tensor(np.asarray(standardizer.std_, dtype=np.float64)),
-        },
-        path,
-    )
-    return path
+def check_checkpoint_contents(path, config, mean, std) -> None:
+    """ValueError naming what an encoder checkpoint lacks or holds wrongly: configuration keys, and a
+    standardisation of one finite mean and one positive finite std per channel (a NaN there would
+    turn every input into NaN, and the model would answer from the biases alone)."""
+    where = f"encoder checkpoint {str(path)!r}"
+    if not isinstance(config, dict):
+        raise ValueError(f"{where} is corrupt: its configuration is not a mapping")
+    missing = [k for k in REQUIRED_KEYS if k not in config]
+    if missing:
+        raise ValueError(f"{where} is incomplete: its configuration lacks {', '.join(missing)}")
+    n_channels = config["in_channels"]
+    for name, values in (("mean", mean), ("std", std)):
+        values = np.asarray(values)
+        if values.shape != (n_channels,):
+            raise ValueError(
+                f"{where} is corrupt: its standardisation {name} has shape {values.shape}, but the encoder takes "
+                f"{n_channels} channel(s)"
+            )
+        if not np.isfinite(values).all() or (name == "std" and (values <= 0).any()):
+            rule = "positive finite numbers" if name == "std" else "finite numbers"
+            raise ValueError(f"{where} is corrupt: its standardisation {name} must hold {rule}, got {values.tolist()}")
 
 
-def load_encoder(path, n_channels: int | None = None):
-    """Read an encoder checkpoint safely -> (config dict, encoder module with its weights, standardizer).
+def save_encoder(path, config: dict, encoder: torch.nn.Module, standardizer: ChannelStandardizer,
+                 document: dict | None = None) -> Path:
+    """Write an encoder checkpoint (see module docstring), atomically; returns the path.
 
-    n_channels: the channel count of the data it will see; a mismatch is a ValueError.
-    """
+    document: more of the JSON document (the TSRepEncoder's parameters and fitted metadata)."""
+    document = dict(document or {})
+    document.setdefault("estimator", "TSRepEncoder")
+    fitted = dict(document.get("fitted", {}))
+    fitted["config_"] = to_json(config, "config_")
+    document["fitted"] = fitted
+    tensors = {f"encoder.{k}": v for k, v in encoder.state_dict().items()}
+    tensors["standardizer.mean"] = torch.as_tensor(np.asarray(standardizer.mean_, dtype=np.float64))
+    tensors["standardizer.std"] = torch.as_tensor(np.asarray(standardizer.std_, dtype=np.float64))
+    return write_model_file(path, document, tensors)
+
+
+def _is_model_file(path: Path) -> bool:
+    """A safetensors file (8-byte little-endian header length, then a JSON header) rather than a torch one."""
+    with open(path, "rb") as f:
+        head = f.read(9)
+    return len(head) == 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") > 0
+
+
+def _read_encoder(path: Path):
+    """(config, weights, mean, std, document) of either checkpoint format."""
+    if _is_model_file(path):
+        document, tensors = read_model_file(path)
+        if document.get("estimator") != "TSRepEncoder":
+            raise ValueError(
+                f"{str(path)!r} holds a {document.get('estimator')!r}, not a tsrep encoder checkpoint "
+                "(TSRepEncoder.save writes those)"
+            )
+        try:
+            config = from_json(document["fitted"]["config_"], "config_")
+            mean = tensors["standardizer.mean"].numpy()
+            std = tensors["standardizer.std"].numpy()
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"encoder checkpoint {str(path)!r} is incomplete or corrupt: {exc!r}") from exc
+        return config, prefixed(tensors, "encoder."), mean, std, document
     state = load_safely(path)
     if not isinstance(state, dict) or state.get("format") != ENCODER_FORMAT:
         raise ValueError(f"{str(path)!r} is not a tsrep encoder checkpoint (format {ENCODER_FORMAT!r} expected)")
@@ -76,6 +128,24 @@ def load_encoder(path, n_channels: int | None = None):
         weights = state["encoder"]
     except (KeyError, TypeError, json.JSONDecodeError, AttributeError) as exc:
         raise ValueError(f"encoder checkpoint {str(path)!r} is incomplete or corrupt: {exc!r}") from exc
+    return config, weights, mean, std, {}
+
+
+def load_encoder(path, n_channels: int | None = None, with_document: bool = False):
+    """Read an encoder checkpoint safely -> (config dict, encoder module with its weights, standardizer).
+
+    n_channels: the channel count of the data it will see; a mismatch is a ValueError.
+    with_document: also return the JSON document of the file ({} for the earlier format).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{str(path)!r} is a directory, not a tsrep encoder checkpoint (a file written by save)")
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    config, weights, mean, std, document = _read_encoder(path)
+    if not isinstance(config, dict) or "in_channels" not in config:
+        raise ValueError(f"encoder checkpoint {str(path)!r} is incomplete or corrupt: no encoder configuration")
+    check_checkpoint_contents(path, config, mean, std)
     if n_channels is not None and int(config["in_channels"]) != int(n_channels):
         raise ValueError(
             f"encoder checkpoint {str(path)!r} was pretrained on {config['in_channels']} channel(s), "
@@ -83,13 +153,13 @@ def load_encoder(path, n_channels: int | None = None):
         )
     standardizer = ChannelStandardizer(config.get("scaling", "standard"))
     standardizer.mean_, standardizer.std_ = mean, std
-    with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the user's RNG alone
-        encoder = build_encoder(config)
     try:
+        with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the user's RNG alone
+            encoder = build_encoder(config)
         encoder.load_state_dict(weights)
-    except RuntimeError as exc:
+    except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(f"encoder checkpoint {str(path)!r} does not match its configuration: {exc}") from exc
-    return config, encoder, standardizer
+    return (config, encoder, standardizer, document) if with_document else (config, encoder, standardizer)
 
 
 class _Pooled(torch.nn.Module):
@@ -167,6 +237,9 @@ class TSRepEncoder(BaseCollectionTransformer):
         parameter but verbose, device, checkpoint and pretrain_epochs: a fit on other data or with
         other parameters raises ValueError naming what differs, and leaves the file alone, as does
         a fit with fewer pretrain_epochs than the file already holds (a larger budget continues it).
+    callbacks : Callback, list of Callback or None, default=None
+        Follow pretraining epoch by epoch (logs: train_loss, the masked-reconstruction loss; lr;
+        seconds) and stop it when on_epoch_end returns True (tsrep.training.callbacks).
     device : {"auto", "cpu", "cuda"} or torch device string, default="auto"
         Where the encoder trains and runs ("auto": a GPU when there is one).
     random_state : int, RandomState or None, default=None
@@ -243,6 +316,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         optimizer_kwargs=None,
         grad_clip=4.0,
         checkpoint=None,
+        callbacks=None,
         device="auto",
         random_state=None,
         verbose=False,
@@ -271,6 +345,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         self.optimizer_kwargs = optimizer_kwargs
         self.grad_clip = grad_clip
         self.checkpoint = checkpoint
+        self.callbacks = callbacks
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -278,7 +353,11 @@ class TSRepEncoder(BaseCollectionTransformer):
 
     def _preprocess_collection(self, X, store_metadata=True):
         check_not_empty(X)
-        return super()._preprocess_collection(X, store_metadata)
+        with warnings.catch_warnings():  # numpy's overflow and all-NaN notes from aeon's checks: check_values says more
+            warnings.simplefilter("ignore", RuntimeWarning)
+            X = super()._preprocess_collection(X, store_metadata)
+        check_values(X, fitting=store_metadata)  # aeon's fit stores metadata, transform does not
+        return X
 
     def _validate(self):
         validate_backbone_params(
@@ -291,8 +370,10 @@ class TSRepEncoder(BaseCollectionTransformer):
         if isinstance(self.pretrain_epochs, bool) or not isinstance(self.pretrain_epochs, numbers.Integral) or self.pretrain_epochs < 0:
             raise ValueError(f"pretrain_epochs must be an integer >= 0, got {self.pretrain_epochs!r}")
         validate_training_params(
-            self, ("pooling", "scaling", "dim_feedforward", "lr", "batch_size", "grad_clip", "optimizer")
+            self, ("pooling", "scaling", "dim_feedforward", "lr", "batch_size", "grad_clip", "optimizer",
+                   "optimizer_kwargs", "random_state", "device")
         )
+        check_callbacks(self.callbacks, "callbacks")
         return resolve_device(self.device)
 
     def _pretrain_config(self) -> PretrainConfig:
@@ -306,7 +387,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         """The parameters a pretraining checkpoint must agree on to be resumed: all but where it
         runs (device), what it prints (verbose), the file itself, and the epoch budget (it may grow)."""
         settings = self.get_params(deep=False)
-        for name in ("verbose", "device", "checkpoint", "pretrain_epochs"):
+        for name in ("verbose", "device", "checkpoint", "pretrain_epochs", "callbacks"):
             settings.pop(name)
         if not (settings["random_state"] is None or isinstance(settings["random_state"], numbers.Integral)):
             settings["random_state"] = seed  # a RandomState object: the seed it gave
@@ -315,7 +396,7 @@ class TSRepEncoder(BaseCollectionTransformer):
     def _fit(self, X, y=None):
         device = self._validate()
         seed = seed_from(self.random_state)
-        cases = as_case_list(X)
+        cases = as_case_list(X, trailing_nan_is_padding=True)  # a NaN-padded 3-D array: series of their own length
         self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
         data = prepare_series(cases, self.standardizer_)
         self.config_ = {
@@ -328,6 +409,12 @@ class TSRepEncoder(BaseCollectionTransformer):
             "dropout": float(self.dropout), "norm": self.norm, "attention": self.attention,
             "scaling": self.scaling, "pooling": self.pooling,
         }
+        check_training_memory(  # before any weight is built: refuse what cannot fit, with what would help
+            max_len=self.config_["max_len"], stride=None, n_cases=len(cases), batch_size=self.batch_size,
+            in_features=self.config_["in_channels"], d_model=self.d_model, n_blocks=self.n_blocks,
+            n_heads=self.n_heads, p=self.p, kernel_size=self.kernel_size, dim_feedforward=self.dim_feedforward,
+            attention=self.attention, checkpointing=False, device=device, what="pretraining", options=("batch_size",),
+        )
         fork_devices = [device.index or 0] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=fork_devices):
             torch.manual_seed(seed)
@@ -336,7 +423,9 @@ class TSRepEncoder(BaseCollectionTransformer):
             generator = torch.Generator().manual_seed(seed)
             self.loss_history_ = pretrain_masked(
                 model, data, self._pretrain_config(), device, generator,
-                checkpoint=self.checkpoint, settings=self._checkpoint_settings(seed),
+                checkpoint=self.checkpoint, settings=self._checkpoint_settings(seed), callbacks=self.callbacks,
+                fit_info={"params": self.get_params(deep=False), "member": None, "phase": "pretrain",
+                          "estimator": self},
             )
         self.encoder_ = model.encoder.eval()
         self.reconstruction_head_ = model.reconstruct
@@ -351,29 +440,47 @@ class TSRepEncoder(BaseCollectionTransformer):
                 f"({self.config_['max_len']}); pooling='flatten' needs series no longer than that"
             )
         model = _Pooled(self.encoder_, SequencePooling(self.pooling, self.config_["max_len"])).to(device)
-        return predict_outputs(model, data, int(self.batch_size), device).double().numpy()
+        return check_finite_outputs(predict_outputs(model, data, int(self.batch_size), device)).double().numpy()
 
     # ----------------------------------------------------------------- checkpoints
     def save(self, path) -> Path:
-        """Write the pretrained encoder (weights + JSON configuration + standardisation) to `path`."""
+        """Write the pretrained encoder to `path`: one safetensors file of the weights and the
+        standardisation with JSON of the configuration, parameters and loss history in its metadata
+        (no pickle), written atomically. ``callbacks`` are not saved. Returns the path."""
         self._check_is_fitted()
-        return save_encoder(path, self.config_, self.encoder_, self.standardizer_)
+        from tsrep.estimators._saving import params_to_json
+
+        document = {
+            "params": params_to_json(self.get_params(deep=False), "TSRepEncoder"),
+            "fitted": {"loss_history_": to_json(list(self.loss_history_), "loss_history_"),
+                       "metadata_": to_json(getattr(self, "metadata_", {}), "metadata_")},
+        }
+        return save_encoder(path, self.config_, self.encoder_, self.standardizer_, document)
 
     @classmethod
     def load(cls, path, **params) -> TSRepEncoder:
         """A fitted TSRepEncoder from a checkpoint; `params` override constructor parameters (device, ...)."""
-        config, encoder, standardizer = load_encoder(path)
+        config, encoder, standardizer, document = load_encoder(path, with_document=True)
         arch = {k: config[k] for k in ("d_model", "n_blocks", "n_heads", "p", "alpha", "beta", "attn_kernel_size",
                                           "kernel_size", "dim_feedforward", "dropout", "norm", "attention")
                 if k in config}
         arch.update(scaling=config.get("scaling", "standard"), pooling=config.get("pooling", "mean"))
-        arch.update(params)
-        self = cls(**arch)
+        saved = from_json(document.get("params", {}), "params")
+        known = set(cls().get_params(deep=False))
+        if not isinstance(saved, dict) or set(saved) - known:
+            raise ValueError(f"encoder checkpoint {str(path)!r} has parameters that TSRepEncoder does not take")
+        device = saved.get("device")
+        if isinstance(device, str) and device.startswith("cuda") and not torch.cuda.is_available():
+            saved["device"] = "cpu"  # saved on a GPU machine: this one has none
+        self = cls(**{**saved, **arch, **params})
         self.config_, self.encoder_, self.standardizer_ = config, encoder.eval(), standardizer
-        self.loss_history_ = []
+        fitted = from_json(document.get("fitted", {}), "fitted")
+        self.loss_history_ = [float(v) for v in fitted.get("loss_history_", [])]
         self.is_fitted = True
         # What aeon's fit would have recorded, so that transform's input checks work.
-        self.metadata_ = {"multivariate": config["in_channels"] > 1, "n_channels": config["in_channels"]}
+        self.metadata_ = fitted.get("metadata_") or {
+            "multivariate": config["in_channels"] > 1, "n_channels": config["in_channels"]
+        }
         return self
 
     # ----------------------------------------------------------------- pickling

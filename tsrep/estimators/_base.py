@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import warnings
+import numbers
 
 import numpy as np
 import torch
@@ -13,7 +15,11 @@ from tsrep.backbones.dc_transformer import split_width, validate_backbone_params
 from tsrep.data import ChannelStandardizer, as_case_list
 from tsrep.estimators._common import (
     TRAINING_PARAMS,
+    check_class_labels,
+    check_enough_cases,
+    check_finite_outputs,
     check_not_empty,
+    check_values,
     cpu_state_dict,
     prepare_series,
     resolve_device,
@@ -25,16 +31,24 @@ from tsrep.nn.interacting import check_interacting_heads
 from tsrep.nn.norm import NORMS
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
-from tsrep.training.hooks import current_epoch_hook
 from tsrep.training.loop import stratified_split
+from tsrep.training.resume import PRETRAIN_STATE_FILE, TrainCheckpoint, stored_seed
 from tsrep.estimators._recipe import (
     check_sample_weight,
     resolve_validation_fraction,
     validate_recipe,
 )
 from tsrep.estimators._ensemble import fit_members
+from tsrep.estimators._long_runs import (
+    check_warm_start,
+    restore_preprocessing,
+    resume_settings,
+    validate_long_run_options,
+    warm_state,
+)
 from tsrep.nn.patching import n_tokens, resolve_front_end
 from tsrep.estimators._cost import apply_cost_options, validate_cost_options
+from tsrep.estimators._memory import check_estimator_memory
 from tsrep.estimators._pretraining import build_encoder, pretrain_stage, start_from_checkpoint, validate_pretraining
 
 AEON_TAGS = {
@@ -191,6 +205,24 @@ class EADCTransformerMixin:
     downsample : int or None, default=None
         Alternative front end: tokens are the means of windows of `downsample` steps (over valid
         steps). Neither front end works with pretraining (its loss is per step).
+    callbacks : Callback, list of Callback or None, default=None
+        Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
+        (tsrep.training.callbacks): they follow the supervised training epoch by epoch (logs:
+        train_loss, val_loss and val_score with a validation split, lr, seconds) and stop it when
+        on_epoch_end returns True. Built-ins: CSVLogger, TensorBoardLogger, MLflowLogger.
+    checkpoint_dir : path or None, default=None
+        Directory where the whole training state (weights, optimiser, lr schedule, RNG states,
+        epoch, best weights; also the pretraining state with pretrain_epochs > 0) is written
+        atomically after every epoch. A fit that finds a state there from the same data and
+        settings resumes after its last finished epoch and ends with the model an uninterrupted fit
+        gives (on a CPU); a state from other data or settings is a ValueError and is left alone.
+        Seed-ensemble members use ``member-<i>`` subdirectories.
+    warm_start : bool, default=False
+        scikit-learn's convention: a second ``fit`` continues training the network (and keeps the
+        standardisation and token front end) of the previous fit, with a fresh optimiser and lr
+        schedule, instead of starting from new weights. The classes must be those of the previous
+        fit, and parameters that change the network (everything but the training recipe) must be
+        unchanged: otherwise fit raises ValueError. Pretraining is not run again.
     """
 
     _task: str  # "classification" or "regression"
@@ -246,6 +278,9 @@ class EADCTransformerMixin:
         patch_len="auto",
         patch_stride=None,
         downsample=None,
+        callbacks=None,
+        checkpoint_dir=None,
+        warm_start=False,
     ):
         self.d_model = d_model
         self.n_blocks = n_blocks
@@ -296,6 +331,9 @@ class EADCTransformerMixin:
         self.patch_len = patch_len
         self.patch_stride = patch_stride
         self.downsample = downsample
+        self.callbacks = callbacks
+        self.checkpoint_dir = checkpoint_dir
+        self.warm_start = warm_start
         super().__init__()
 
     # ----------------------------------------------------------------- validation
@@ -314,6 +352,7 @@ class EADCTransformerMixin:
         validate_recipe(self)
         validate_pretraining(self)
         validate_cost_options(self)
+        validate_long_run_options(self)
         return resolve_device(self.device)
 
     # ----------------------------------------------------------------- fit
@@ -326,10 +365,29 @@ class EADCTransformerMixin:
         # aeon's fit takes (X, y) and resets every attribute without "__" in its name: the weights
         # travel to _fit under a mangled (double-underscore) name and are gone after fit.
         self.__sample_weight = sample_weight
+        # warm_start: the previous fit's network and preprocessing, kept through aeon's reset.
+        self.__warm = warm_state(self) if self.warm_start is True and getattr(self, "is_fitted", False) else None
+        before = dict(self.__dict__) if self.__warm is not None else None
         try:
             return super().fit(X, y)
+        except BaseException:
+            if before is not None:  # a refused warm fit leaves the previous fit in place
+                self.__dict__.clear()
+                self.__dict__.update(before)
+            raise
         finally:
-            del self.__sample_weight
+            del self.__sample_weight, self.__warm
+
+    def _fit_as_member(self, X, y, sample_weight, index: int):
+        """fit as member `index` of a seed ensemble (callbacks are told which member they follow)."""
+        self.__member = index
+        try:
+            return self.fit(X, y, sample_weight=sample_weight)
+        finally:
+            del self.__member
+
+    def _warm(self) -> dict | None:
+        return self.__dict__.get("_EADCTransformerMixin__warm")
 
     def _fit_setup_recipe(self, X, y) -> tuple[bool, np.ndarray | None]:
         """Validate everything before any work; fit the seed ensemble when n_estimators > 1.
@@ -337,9 +395,13 @@ class EADCTransformerMixin:
         Returns (fitted_as_ensemble, checked sample weights)."""
         self._validate_params()
         self._n_jobs = check_n_jobs(self.n_jobs)  # aeon's convention: -1 -> all cores
+        check_enough_cases(len(y))
         weights = check_sample_weight(self.__dict__.get("_EADCTransformerMixin__sample_weight"), len(y))
+        warm = self._warm()
+        if warm is not None:
+            check_warm_start(self, warm)
         if self.n_estimators > 1:
-            self.estimators_ = fit_members(self, X, y, weights)
+            self.estimators_ = fit_members(self, X, y, weights, previous=None if warm is None else warm["estimators_"])
             self.n_parameters_ = int(sum(m.n_parameters_ for m in self.estimators_))
             return True, weights
         self.estimators_ = None
@@ -348,11 +410,23 @@ class EADCTransformerMixin:
     # ----------------------------------------------------------------- data
     def _preprocess_collection(self, X, store_metadata=True):
         check_not_empty(X)
-        return super()._preprocess_collection(X, store_metadata)
+        with warnings.catch_warnings():  # numpy's overflow and all-NaN notes from aeon's checks: check_values says more
+            warnings.simplefilter("ignore", RuntimeWarning)
+            X = super()._preprocess_collection(X, store_metadata)
+        check_values(X, fitting=store_metadata)  # aeon's fit stores metadata, predict and score do not
+        return X
+
+    def _check_y(self, y, n_cases, *args, **kwargs):
+        if self._task == "classification":  # missing or mixed labels, named before aeon's generic checks
+            check_class_labels(y)
+        return super()._check_y(y, n_cases, *args, **kwargs)
 
     def _prepare_X(self, X, fit: bool) -> SeriesBatchData:
-        cases = as_case_list(X)
-        if fit and self.pretrained_encoder is not None:
+        cases = as_case_list(X, trailing_nan_is_padding=True)  # a NaN-padded 3-D array: series of their own length
+        warm = self._warm() if fit else None
+        if warm is not None:  # the previous fit's standardisation and front end: its network was trained on them
+            restore_preprocessing(self, warm, int(cases[0].shape[0]))
+        elif fit and self.pretrained_encoder is not None:
             # Keep the checkpoint's standardisation and positions: its encoder was trained on them.
             start_from_checkpoint(self, int(cases[0].shape[0]))
         elif fit:
@@ -373,6 +447,8 @@ class EADCTransformerMixin:
                     f"({self.max_len_}); pooling='flatten' needs series no longer than that "
                     "(use pooling='mean' or 'max' for series of any length)"
                 )
+        if fit:  # before any weight is built: refuse what cannot fit in memory, with what would help
+            check_estimator_memory(self, len(cases))
         return prepare_series(cases, self.standardizer_)
 
     # ----------------------------------------------------------------- model
@@ -409,7 +485,10 @@ class EADCTransformerMixin:
         # Parameters were checked by _fit_setup_recipe before any work (ensembles included).
         # Under torchrun: join the process group and take this rank's device (tsrep.training.distributed).
         device = setup_data_parallel(resolve_device(self.device))
-        seed = broadcast_object(seed_from(self.random_state))  # random_state=None: rank 0's draw on every rank
+        seed = seed_from(self.random_state)
+        if self.checkpoint_dir is not None and not isinstance(self.random_state, numbers.Integral):
+            seed = stored_seed(self.checkpoint_dir, seed)  # a drawn seed: resume with the one the state used
+        seed = broadcast_object(seed)  # random_state=None: rank 0's draw on every rank
         data = self._prepare_X(X, fit=True)
         data.targets = targets
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
@@ -439,19 +518,41 @@ class EADCTransformerMixin:
             grad_clip=self.grad_clip,
             verbose=self.verbose,
         )
+        warm = self._warm()
+        member = self.__dict__.get("_EADCTransformerMixin__member")
+        checkpoint, settings = None, resume_settings(self, seed)
+        if self.checkpoint_dir is not None:
+            checkpoint = TrainCheckpoint(self.checkpoint_dir, settings)
         fork_devices = [device.index or 0] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=fork_devices):
             # Seeded locally so that fit is reproducible without touching the user's global RNG.
             torch.manual_seed(seed)
-            model = self._build_model(n_outputs).to(device)
             generator = torch.Generator().manual_seed(seed)
-            # Pretrained weights and/or masked-reconstruction pretraining, then optional freezing.
-            self.pretrain_history_ = pretrain_stage(self, model, data, device, generator)
-            hook = current_epoch_hook()  # a tuner's pruning hook (tsrep.training.hooks)
+            if warm is not None:  # continue the previous fit's network
+                model = warm["module_"].to(device)
+                self.pretrain_history_ = []
+            else:
+                model = self._build_model(n_outputs).to(device)
+                # Pretrained weights and/or masked-reconstruction pretraining, then optional freezing.
+                pretrain_checkpoint = None if checkpoint is None else checkpoint.directory / PRETRAIN_STATE_FILE
+                self.pretrain_history_ = pretrain_stage(
+                    self, model, data, device, generator, pretrain_checkpoint, settings
+                )
+
+            def make_scorer(X_score, y_score):
+                """A function of no argument: score_fn of the network as it stands on (X_score, y_score)."""
+                report = self._report_data(X_score, y_score)
+                if not len(report):
+                    return lambda: float("nan")
+                return lambda: float(score_fn(predict_outputs(model, report, self.batch_size, device), report.targets))
+
+            fit_info = {
+                "params": self.get_params(deep=False), "member": member, "phase": "train", "estimator": self,
+                "make_scorer": make_scorer,
+            }
             self.history_ = train_supervised(
                 model, train_data, val_data, loss_fn, score_fn, config, device, generator,
-                on_epoch=None if hook is None else hook.fn,
-                report=None if hook is None or hook.eval_data is None else self._report_data(*hook.eval_data),
+                callbacks=self.callbacks, checkpoint=checkpoint, fit_info=fit_info,
             )
         self.module_ = model
         # The parameters the network was built from: set_params after fit must not change how a
@@ -466,7 +567,7 @@ class EADCTransformerMixin:
     def _report_data(self, X, y) -> SeriesBatchData:
         """A tuner's validation fold as model-ready tensors (cases of classes unseen in training left out)."""
         keep, targets = self._encode_targets(np.asarray(y))
-        X = [x for x, k in zip(as_case_list(X), keep) if k]
+        X = [x for x, k in zip(as_case_list(X, trailing_nan_is_padding=True), keep) if k]
         data = self._prepare_X(X, fit=False) if X else SeriesBatchData(torch.empty(0, 1, 1), torch.empty(0, 1))
         data.targets = targets
         return data
@@ -475,9 +576,28 @@ class EADCTransformerMixin:
         device = device_for_rank(resolve_device(self.device))  # under torchrun: this rank's GPU
         data = self._prepare_X(X, fit=False)
         self.module_.to(device)
-        return predict_outputs(self.module_, data, self.batch_size, device)
+        return check_finite_outputs(predict_outputs(self.module_, data, self.batch_size, device))
 
     # ----------------------------------------------------------------- saving
+    def save(self, path):
+        """Write the fitted estimator to `path`: one safetensors file with the weights and, in its
+        metadata, JSON of the parameters and fitted state (tsrep._serialization; no pickle). Written
+        atomically: a failed save leaves an existing file as it was. ``callbacks`` are not saved.
+        Returns the path."""
+        from tsrep.estimators._saving import save_estimator
+
+        return save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path, **params):
+        """The fitted estimator saved at `path` by ``save``; `params` override saved parameters (e.g.
+        device="cpu"; a model saved with a CUDA device loads on the CPU when CUDA is missing).
+        Nothing in the file can run code; a file of another kind, of a newer format version, or
+        truncated is a ValueError (tsrep._serialization.ModelFileError)."""
+        from tsrep.estimators._saving import load_estimator
+
+        return load_estimator(path, expected=cls, **params)
+
     # torch refuses to pickle weight-norm parametrized modules, and a GPU tensor would not unpickle on
     # a CPU-only machine: the network travels as a CPU state_dict and is rebuilt on unpickling.
     def __getstate__(self):

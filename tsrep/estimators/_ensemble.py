@@ -8,6 +8,8 @@ et al., "InceptionTime: Finding AlexNet for Time Series Classification", 2020).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
@@ -21,17 +23,30 @@ def member_seeds(random_state, n: int) -> list[int]:
     return [int(s) for s in rng.choice(np.iinfo(np.int32).max, size=n, replace=False)]
 
 
-def _fit_member(member, X, y, sample_weight):
-    return member.fit(X, y, sample_weight=sample_weight)
+def _fit_member(member, X, y, sample_weight, index):
+    return member._fit_as_member(X, y, sample_weight, index)
 
 
-def fit_members(est, X, y, sample_weight) -> list:
-    """Fitted clones of `est`, one per seed, each a single model (n_estimators=1)."""
-    members = [
-        clone(est).set_params(n_estimators=1, n_jobs=1, random_state=seed)
-        for seed in member_seeds(est.random_state, est.n_estimators)
-    ]
-    return Parallel(n_jobs=est._n_jobs)(delayed(_fit_member)(m, X, y, sample_weight) for m in members)
+def fit_members(est, X, y, sample_weight, previous=None) -> list:
+    """Fitted clones of `est`, one per seed, each a single model (n_estimators=1).
+
+    previous: the members of the previous fit, continued (warm start) when there are as many.
+    checkpoint_dir: member i resumes from and writes to ``<checkpoint_dir>/member-<i>``.
+    """
+    template = clone(est).set_params(n_estimators=1, n_jobs=1, warm_start=False)
+    members = []
+    for i, seed in enumerate(member_seeds(est.random_state, est.n_estimators)):
+        own = {"random_state": seed}
+        if est.checkpoint_dir is not None:
+            own["checkpoint_dir"] = str(Path(est.checkpoint_dir) / f"member-{i}")
+        if previous is not None and len(previous) == est.n_estimators:
+            member = previous[i].set_params(**{**clone(template).get_params(deep=False), **own, "warm_start": True})
+        else:
+            member = clone(template).set_params(**own)
+        members.append(member)
+    return Parallel(n_jobs=est._n_jobs)(
+        delayed(_fit_member)(m, X, y, sample_weight, i) for i, m in enumerate(members)
+    )
 
 
 def mean_of(values: list[np.ndarray]) -> np.ndarray:

@@ -5,7 +5,9 @@ Kept apart from _base.py so the estimators' shared code only calls in here.
 
 from __future__ import annotations
 
+import inspect
 import numbers
+import os
 import types
 
 from torch import nn
@@ -20,6 +22,11 @@ def validate_pretraining(est) -> None:
     if isinstance(p, bool) or not isinstance(p, numbers.Integral) or p < 0:
         raise ValueError(f"pretrain_epochs must be an integer >= 0 (0: no pretraining), got {p!r}")
     validate_masking(est.mask_ratio, est.mask_mean_length, est.masking)
+    path = est.pretrained_encoder
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise ValueError(
+            f"pretrained_encoder must be the path of a file written by TSRepEncoder.save, or None, got {path!r}"
+        )
     if est.freeze_encoder not in (True, False):
         raise ValueError(f"freeze_encoder must be a bool, got {est.freeze_encoder!r}")
     if est.freeze_encoder and est.pretrained_encoder is None and p == 0:
@@ -29,9 +36,39 @@ def validate_pretraining(est) -> None:
         )
 
 
+#: Estimator parameters that a pretrained encoder's checkpoint fixes (its configuration holds them).
+CHECKPOINT_FIXED = (
+    "d_model", "n_blocks", "n_heads", "p", "alpha", "beta", "attn_kernel_size", "kernel_size", "dim_feedforward",
+    "dropout", "norm", "attention", "head_mixing", "deacon_m", "scaling",
+)
+
+
+def check_architecture_agrees(est, config: dict) -> None:
+    """ValueError naming a parameter set explicitly (away from its default) that the checkpoint contradicts.
+
+    With pretrained_encoder the checkpoint fixes the encoder; a parameter left at its default takes
+    the checkpoint's value silently, but one the user chose would otherwise be ignored while
+    get_params still reports it.
+    """
+    defaults = {
+        name: param.default for name, param in inspect.signature(type(est).__init__).parameters.items()
+    }
+    for name in CHECKPOINT_FIXED:
+        if name not in defaults:
+            continue
+        value, default, stored = getattr(est, name), defaults[name], config.get(name, defaults[name])
+        if value != default and value != stored:
+            raise ValueError(
+                f"{name}={value!r} contradicts pretrained_encoder {str(est.pretrained_encoder)!r}, whose encoder "
+                f"has {name}={stored!r}: the checkpoint fixes the encoder's architecture. Leave {name} at its "
+                f"default ({default!r}) or set it to {stored!r}"
+            )
+
+
 def start_from_checkpoint(est, n_channels: int) -> None:
     """Set standardizer_, max_len_, n_channels_, encoder_config_ from est.pretrained_encoder (weights kept aside)."""
     config, encoder, standardizer = load_encoder(est.pretrained_encoder, n_channels)
+    check_architecture_agrees(est, config)
     est.encoder_config_ = config
     est.standardizer_ = standardizer
     est.max_len_ = int(config["max_len"])
@@ -39,8 +76,10 @@ def start_from_checkpoint(est, n_channels: int) -> None:
     est._checkpoint_weights = encoder.state_dict()
 
 
-def pretrain_stage(est, model, data, device, generator) -> list[float]:
-    """Load checkpoint weights into model.encoder, pretrain it for est.pretrain_epochs, freeze it if asked."""
+def pretrain_stage(est, model, data, device, generator, checkpoint=None, settings=None) -> list[float]:
+    """Load checkpoint weights into model.encoder, pretrain it for est.pretrain_epochs, freeze it if asked.
+
+    checkpoint, settings: a resumable pretraining state (tsrep.training.pretrain.pretrain_masked)."""
     weights = est.__dict__.pop("_checkpoint_weights", None)
     if weights is not None:
         model.encoder.load_state_dict(weights)
@@ -52,7 +91,7 @@ def pretrain_stage(est, model, data, device, generator) -> list[float]:
             mask_mean_length=float(est.mask_mean_length), masking=est.masking, verbose=est.verbose,
         )
         recon = ReconstructionModel(model.encoder, est.n_channels_).to(device)
-        losses = pretrain_masked(recon, data, config, device, generator)
+        losses = pretrain_masked(recon, data, config, device, generator, checkpoint=checkpoint, settings=settings)
     if est.freeze_encoder:
         freeze(model.encoder)
     return losses

@@ -29,6 +29,7 @@ from tsrep.backbones.resnet import ResNetEncoder
 from tsrep.backbones.transformer import TSTEncoder
 from tsrep.estimators._base import EADCTransformerMixin
 from tsrep.estimators._common import TRAINING_PARAMS, resolve_device, validate_training_params
+from tsrep.estimators._long_runs import validate_long_run_options
 from tsrep.estimators._recipe import validate_recipe
 from tsrep.estimators.classifier import EADCTransformerClassifier
 from tsrep.estimators.regressor import EADCTransformerRegressor
@@ -73,7 +74,7 @@ class _BackboneMixin:
     dropout : float, default=0.1
     pooling, scaling, lr, batch_size, max_epochs, min_steps, validation_fraction, patience, optimizer,
     optimizer_kwargs, weight_decay, lr_schedule, label_smoothing, class_weight, grad_clip, n_estimators,
-    n_jobs, device, random_state, verbose :
+    n_jobs, device, random_state, verbose, callbacks, checkpoint_dir, warm_start :
         As EADCTransformerClassifier: the baselines train with the same recipe.
     norm : {None, "layer", "batch"}, default=None
         Normalisation of ResNet and the transformer (None: BatchNorm for ResNet, LayerNorm for the
@@ -124,6 +125,9 @@ class _BackboneMixin:
         device="auto",
         random_state=None,
         verbose=False,
+        callbacks=None,
+        checkpoint_dir=None,
+        warm_start=False,
     ):
         self.backbone = backbone
         self.d_model = d_model
@@ -153,6 +157,9 @@ class _BackboneMixin:
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.callbacks = callbacks
+        self.checkpoint_dir = checkpoint_dir
+        self.warm_start = warm_start
         # The EA-DC-Transformer parameters of EADCTransformerMixin.__init__ do not exist here: go
         # straight to aeon's base class.
         super(EADCTransformerMixin, self).__init__()
@@ -176,6 +183,7 @@ class _BackboneMixin:
             raise ValueError(f"norm must be None or one of {NORMS}, got {self.norm!r}")
         validate_training_params(self, ("dropout",) + TRAINING_PARAMS)
         validate_recipe(self)
+        validate_long_run_options(self)
         return resolve_device(self.device)
 
     def _build_model(self, n_outputs: int) -> SeriesModel:

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from aeon.regression.base import BaseRegressor
 
+from tsrep.data.convert import finite_mean_std
 from tsrep.estimators._base import AEON_TAGS, EADCTransformerMixin
 from tsrep.estimators._ensemble import mean_of
 from tsrep.estimators._recipe import case_weights, regression_loss
@@ -47,7 +48,9 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
     def _check_y(self, y, n_cases):
         # aeon refuses targets with two distinct values ("binary"); any finite real target is a
         # valid regression target here.
-        y = np.asarray(getattr(y, "values", y), dtype=np.float64).squeeze()
+        y = np.asarray(getattr(y, "values", y), dtype=np.float64)
+        if y.ndim == 2 and 1 in y.shape:  # a column or row vector: one target per case all the same
+            y = y.reshape(-1)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D with one target per case, got shape {y.shape}")
         if len(y) != n_cases:
@@ -61,9 +64,13 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
         if is_ensemble:
             return self
         y = np.asarray(y, dtype=np.float64)
-        self.y_mean_ = float(y.mean())
-        std = float(y.std())
-        self.y_std_ = std if std > 1e-12 else 1.0
+        warm = self._warm()
+        if warm is not None:  # warm start: the head was trained on the previous fit's target units
+            self.y_mean_, self.y_std_ = warm["y_mean_"], warm["y_std_"]
+        else:
+            mean, std = (float(v) for v in finite_mean_std(y))  # no overflow for targets of any finite size
+            self.y_mean_ = mean
+            self.y_std_ = std if std > 1e-12 else 1.0
         targets = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
         weights = case_weights(sample_weight, None, None)
         return self._train(X, targets, 1, regression_loss, _negative_mse, weights=weights)

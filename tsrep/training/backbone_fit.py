@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep.training.callbacks import CallbackList, current_lr
 from tsrep.training.distributed import DataParallel, setup_data_parallel
 from tsrep.training.loop import backward_and_step, n_batches, shuffled_batches
 from tsrep.training.optim import build_optimizer
@@ -53,6 +54,7 @@ def fit_classifier(
     lr_schedule: str | None = None,
     eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
     device="cpu",
+    callbacks=None,
 ) -> FitHistory:
     """Train `model` in place with cross-entropy on (X, y) and return its history.
 
@@ -64,7 +66,10 @@ def fit_classifier(
     Data-parallel under an initialised process group of several ranks (tsrep.training.distributed,
     e.g. launched by torchrun): each rank trains on its shard of every batch; the result equals one
     process's (same generator state on every rank, checked).
+    callbacks: a Callback or a list of them (tsrep.training.callbacks): logs hold train_loss, val_score
+    (the accuracy on eval_data, when given), lr and seconds; on_epoch_end returning True stops training.
     """
+    callbacks = CallbackList(callbacks)
     _check_xy(X, y, "fit_classifier")
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(value, int) or value < 1:
@@ -87,26 +92,37 @@ def fit_classifier(
         else None
     )
     history = FitHistory()
-    with parallel:
-        for epoch in range(epochs):
-            parallel.model.train()
-            total, seen = 0.0, 0
-            tic = time.perf_counter()
-            for index in shuffled_batches(len(X), batch_size, generator, min_size):
-                shard = parallel.shard(index)  # one process: index itself
-                xb, yb = X[shard].to(device), y[shard].to(device)
-                opt.zero_grad(set_to_none=True)
-                loss = parallel.weight_loss(F.cross_entropy(parallel.model(xb), yb), len(shard), len(index))
-                batch_loss = parallel.batch_loss(loss)
-                backward_and_step(model, opt, loss, grad_clip, f"training loss at epoch {epoch}", lr, batch_loss)
-                if scheduler is not None:
-                    scheduler.step()
-                total += batch_loss.item() * len(index)
-                seen += len(index)
-            history.epoch_seconds.append(time.perf_counter() - tic)
-            history.train_loss.append(total / max(seen, 1))
-            if eval_data is not None:
-                history.eval_accuracy.append(evaluate(model, *eval_data, batch_size=batch_size, device=device))
+    info = {
+        "model": model, "epochs": epochs, "start_epoch": 0, "member": None, "phase": "train",
+        "params": {"epochs": epochs, "batch_size": batch_size, "lr": lr, "optimizer": optimizer,
+                   "grad_clip": grad_clip, "lr_schedule": lr_schedule},
+    }
+    with callbacks.fitting(info, history):
+        with parallel:
+            for epoch in range(epochs):
+                parallel.model.train()
+                total, seen = 0.0, 0
+                tic = time.perf_counter()
+                for index in shuffled_batches(len(X), batch_size, generator, min_size):
+                    shard = parallel.shard(index)  # one process: index itself
+                    xb, yb = X[shard].to(device), y[shard].to(device)
+                    opt.zero_grad(set_to_none=True)
+                    loss = parallel.weight_loss(F.cross_entropy(parallel.model(xb), yb), len(shard), len(index))
+                    batch_loss = parallel.batch_loss(loss)
+                    backward_and_step(model, opt, loss, grad_clip, f"training loss at epoch {epoch}", lr, batch_loss)
+                    if scheduler is not None:
+                        scheduler.step()
+                    total += batch_loss.item() * len(index)
+                    seen += len(index)
+                history.epoch_seconds.append(time.perf_counter() - tic)  # training only, as before
+                history.train_loss.append(total / max(seen, 1))
+                epoch_logs = {"train_loss": history.train_loss[-1]}
+                if eval_data is not None:
+                    history.eval_accuracy.append(evaluate(model, *eval_data, batch_size=batch_size, device=device))
+                    epoch_logs["val_score"] = history.eval_accuracy[-1]
+                epoch_logs.update(lr=current_lr(opt), seconds=time.perf_counter() - tic)
+                if callbacks.epoch_end(epoch, epoch_logs):
+                    break
     return history
 
 

@@ -3,8 +3,8 @@ the training data, selection of the best epoch and early stopping."""
 
 from __future__ import annotations
 
-import copy
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,9 +12,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from tsrep.training.callbacks import CallbackList, current_lr
 from tsrep.training.deacon import with_deacon
 from tsrep.training.distributed import DataParallel
 from tsrep.training.optim import build_optimizer
+from tsrep.training.resume import TrainCheckpoint, rng_states, set_rng_states
 from tsrep.training.schedules import LRSchedule
 
 
@@ -136,6 +138,10 @@ def backward_and_step(
     optimizer.step()
 
 
+def _cpu_state(model: nn.Module) -> dict:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
 def train_supervised(
     model: nn.Module,
     train: SeriesBatchData,
@@ -145,20 +151,27 @@ def train_supervised(
     config: TrainConfig,
     device,
     generator: torch.Generator,
-    on_epoch=None,
-    report: SeriesBatchData | None = None,
+    callbacks=None,
+    checkpoint: TrainCheckpoint | None = None,
+    fit_info: dict | None = None,
 ) -> History:
     """Train `model` in place; with a validation set, restore the weights of the best epoch.
 
     loss_fn(outputs, targets) -> scalar loss, called as loss_fn(outputs, targets, weights) with the
     batch's slice of ``train.weights`` when the data has per-case weights. score_fn(outputs, targets)
-    -> float, higher is better; ties are broken on validation loss. on_epoch(epoch, score) is called after every epoch
-    with the score on `report` when given (a tuner's own validation fold: reported, never used to
-    select or stop), else after every validated epoch with the validation score (for pruning).
+    -> float, higher is better; ties are broken on validation loss.
+
+    callbacks: a Callback, a list of them or a CallbackList (tsrep.training.callbacks): on_fit_start
+    gets `fit_info` plus "model", "epochs", "start_epoch"; on_epoch_end gets train_loss, val_loss and
+    val_score (with a validation set), lr and seconds, and stops training by returning True.
+    checkpoint: a TrainCheckpoint (tsrep.training.resume); the whole training state is written to it
+    after every epoch, and a matching state found there is resumed after its last finished epoch
+    (with the same data, settings and seed the result equals an uninterrupted run's on a CPU).
 
     Data-parallel under an initialised process group of several ranks (tsrep.training.distributed):
     each rank trains on its shard of every batch and the result equals one process's.
     """
+    callbacks = callbacks if isinstance(callbacks, CallbackList) else CallbackList(callbacks)
     # PCA layers (DEACON head mixing) are trained by the DEACON rule, everything else by config.optimizer.
     optimizer = with_deacon(
         model,
@@ -173,57 +186,96 @@ def train_supervised(
     parallel.check_inputs(train.values, generator)  # before any other collective: a mismatch fails on every rank
     steps_per_epoch = n_batches(len(train), config.batch_size, parallel.min_batch_size)
     epochs = max(config.max_epochs, math.ceil(config.min_steps / max(steps_per_epoch, 1)))
-    schedule = LRSchedule(  # an optimiser with DEACON: the schedule drives its ordinary part
-        config.lr_schedule, getattr(optimizer, "base", optimizer), epochs * steps_per_epoch,
+    base_optimizer = getattr(optimizer, "base", optimizer)  # an optimiser with DEACON: its ordinary part
+    schedule = LRSchedule(
+        config.lr_schedule, base_optimizer, epochs * steps_per_epoch,
         plateau_patience=max(1, (config.patience or 20) // 2),
     )
-    with parallel:
-        show = config.verbose and parallel.is_main
-        bar = tqdm(range(epochs), disable=not show, desc="epochs", leave=False)
-        for epoch in bar:
-            parallel.model.train()
-            total, seen = 0.0, 0
-            for index in shuffled_batches(len(train), config.batch_size, generator, parallel.min_batch_size):
-                shard = parallel.shard(index)  # one process: index itself
-                values, mask, targets = train.batch(shard, device)
-                weights = train.batch_weights(shard, device)
-                optimizer.zero_grad(set_to_none=True)
-                outputs = parallel.model(values, mask)
-                raw = loss_fn(outputs, targets) if weights is None else loss_fn(outputs, targets, weights)
-                loss = parallel.weight_loss(raw, len(shard), len(index))
-                batch_loss = parallel.batch_loss(loss)
-                backward_and_step(
-                    model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr, batch_loss
-                )
-                schedule.after_step()
-                total += batch_loss.item() * len(index)
-                seen += len(index)
-            history.train_loss.append(total / max(seen, 1))
-            postfix = {"loss": f"{history.train_loss[-1]:.4f}"}
-            monitored = history.train_loss[-1]
-            if val is not None and len(val):
-                out = predict_outputs(model, val, config.batch_size, device, parallel)
-                val_loss = float(loss_fn(out, val.targets))
-                val_score = float(score_fn(out, val.targets))
-                history.val_loss.append(val_loss)
-                history.val_score.append(val_score)
-                postfix.update(val_loss=f"{val_loss:.4f}", val_score=f"{val_score:.4f}")
-                monitored = val_loss
-                key = (val_score, -val_loss)
-                if best_key is None or key > best_key:
-                    best_key, best_state, waited = key, copy.deepcopy(model.state_dict()), 0
-                    history.best_epoch = epoch
-                else:
-                    waited += 1
-                if on_epoch is not None and report is None:
-                    on_epoch(epoch, val_score)
-            if on_epoch is not None and report is not None and len(report):
-                out = predict_outputs(model, report, config.batch_size, device, parallel)
-                on_epoch(epoch, float(score_fn(out, report.targets)))
-            schedule.after_epoch(monitored)
-            bar.set_postfix(postfix)
-            if config.patience is not None and val is not None and waited >= config.patience:
-                break
+    start_epoch, finished = 0, False
+    if checkpoint is not None:
+        checkpoint.bind(train, val, model)
+        state = checkpoint.load()
+        if state is not None:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            schedule.load_state_dict(state["schedule"])
+            generator.set_state(state["generator"])
+            set_rng_states(state["rng"])
+            if state.get("cuda_rng") is not None and torch.device(device).type == "cuda":
+                torch.cuda.set_rng_state(state["cuda_rng"], device)
+            history = History(
+                [float(v) for v in state["train_loss"]], [float(v) for v in state["val_loss"]],
+                [float(v) for v in state["val_score"]], int(state["best_epoch"]),
+            )
+            best_key = None if state["best_key"] is None else tuple(float(v) for v in state["best_key"])
+            best_state, waited = state["best_state"], int(state["waited"])
+            start_epoch, finished = int(state["epoch"]), bool(state["finished"])
+    info = {**(fit_info or {}), "model": model, "epochs": epochs, "start_epoch": start_epoch}
+    with callbacks.fitting(info, history):
+        with parallel:
+            show = config.verbose and parallel.is_main
+            bar = tqdm(range(start_epoch, epochs), disable=not show or finished, desc="epochs", leave=False)
+            for epoch in bar:
+                if finished:
+                    break
+                tic = time.perf_counter()
+                parallel.model.train()
+                total, seen = 0.0, 0
+                for index in shuffled_batches(len(train), config.batch_size, generator, parallel.min_batch_size):
+                    shard = parallel.shard(index)  # one process: index itself
+                    values, mask, targets = train.batch(shard, device)
+                    weights = train.batch_weights(shard, device)
+                    optimizer.zero_grad(set_to_none=True)
+                    outputs = parallel.model(values, mask)
+                    raw = loss_fn(outputs, targets) if weights is None else loss_fn(outputs, targets, weights)
+                    loss = parallel.weight_loss(raw, len(shard), len(index))
+                    batch_loss = parallel.batch_loss(loss)
+                    backward_and_step(
+                        model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr,
+                        batch_loss,
+                    )
+                    schedule.after_step()
+                    total += batch_loss.item() * len(index)
+                    seen += len(index)
+                history.train_loss.append(total / max(seen, 1))
+                epoch_logs = {"train_loss": history.train_loss[-1]}
+                monitored = history.train_loss[-1]
+                if val is not None and len(val):
+                    out = predict_outputs(model, val, config.batch_size, device, parallel)
+                    val_loss = float(loss_fn(out, val.targets))
+                    val_score = float(score_fn(out, val.targets))
+                    history.val_loss.append(val_loss)
+                    history.val_score.append(val_score)
+                    epoch_logs.update(val_loss=val_loss, val_score=val_score)
+                    monitored = val_loss
+                    key = (val_score, -val_loss)
+                    if best_key is None or key > best_key:
+                        best_key, best_state, waited = key, _cpu_state(model), 0
+                        history.best_epoch = epoch
+                    else:
+                        waited += 1
+                epoch_logs.update(lr=current_lr(base_optimizer), seconds=time.perf_counter() - tic)
+                stop = callbacks.epoch_end(epoch, epoch_logs)
+                schedule.after_epoch(monitored)
+                bar.set_postfix({k: f"{v:.4f}" for k, v in epoch_logs.items() if k in ("train_loss", "val_loss", "val_score")})
+                patience_over = config.patience is not None and val is not None and waited >= config.patience
+                finished = stop or patience_over or epoch + 1 >= epochs
+                if checkpoint is not None:
+                    checkpoint.save({
+                        "epoch": epoch + 1, "finished": finished,
+                        "model": _cpu_state(model), "optimizer": optimizer.state_dict(),
+                        "schedule": schedule.state_dict(), "generator": generator.get_state(),
+                        "rng": rng_states(),
+                        "cuda_rng": torch.cuda.get_rng_state(device) if torch.device(device).type == "cuda" else None,
+                        "train_loss": torch.tensor(history.train_loss, dtype=torch.float64),
+                        "val_loss": torch.tensor(history.val_loss, dtype=torch.float64),
+                        "val_score": torch.tensor(history.val_score, dtype=torch.float64),
+                        "best_epoch": history.best_epoch,
+                        "best_key": None if best_key is None else list(best_key),
+                        "best_state": best_state, "waited": waited,
+                    })
+                if finished:
+                    break
     if best_state is not None:
         model.load_state_dict(best_state)
     else:
@@ -234,7 +286,6 @@ def train_supervised(
 
 def accuracy_score_fn(outputs: torch.Tensor, targets: torch.Tensor) -> float:
     return float((outputs.argmax(1) == targets).float().mean())
-
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:

@@ -12,6 +12,7 @@ holds only tensors, numbers and strings and is read with ``torch.load(weights_on
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from tqdm.auto import tqdm
 
 from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
 from tsrep._io import atomic_torch_save
+from tsrep.training.callbacks import CallbackList, current_lr
 from tsrep.training.deacon import with_deacon
 from tsrep.training.distributed import is_main_process
 from tsrep.training.loop import SeriesBatchData, backward_and_step, shuffled_batches
@@ -127,6 +129,8 @@ def pretrain_masked(
     generator: torch.Generator,
     checkpoint=None,
     settings: Mapping | None = None,
+    callbacks=None,
+    fit_info: dict | None = None,
 ) -> list[float]:
     """Train `model` (x, valid) -> (B, T, C) in place by masked reconstruction; returns per-epoch losses.
 
@@ -135,7 +139,12 @@ def pretrain_masked(
     (the caller's parameters that change the result, e.g. the architecture and random seed). A
     checkpoint with another record, or with more epochs than ``config.epochs``, is a ValueError and
     is left untouched.
+
+    callbacks: as in train_supervised (tsrep.training.callbacks); logs hold train_loss (the masked
+    reconstruction loss), lr and seconds; on_fit_start gets `fit_info` plus "model", "epochs",
+    "start_epoch". Returning True from on_epoch_end stops pretraining after that epoch.
     """
+    callbacks = callbacks if isinstance(callbacks, CallbackList) else CallbackList(callbacks)
     optimizer = with_deacon(
         model, lambda params: build_optimizer(config.optimizer, params, config.lr, config.optimizer_kwargs)
     )
@@ -157,39 +166,49 @@ def pretrain_masked(
             torch.set_rng_state(state["torch_rng"])
         losses = [float(v) for v in state["losses"]]
         start_epoch = int(state["epoch"])
-    bar = tqdm(range(start_epoch, config.epochs), disable=not config.verbose, desc="pretraining", leave=False)
-    for epoch in bar:
-        model.train()
-        total, count = 0.0, 0
-        for index in shuffled_batches(len(data), config.batch_size, generator):
-            values, valid, _ = data.batch(index, device)
-            # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible).
-            mask = make_mask(
-                tuple(values.shape), config.mask_ratio, config.mask_mean_length, config.masking, generator
-            ).to(device)
-            optimizer.zero_grad(set_to_none=True)
-            prediction = model(apply_mask(values, mask), valid)
-            loss = masked_mse(prediction, values, mask, valid)
-            backward_and_step(model, optimizer, loss, config.grad_clip, f"pretraining loss at epoch {epoch}", config.lr)
-            n_counted = int((mask if valid is None else mask & valid[..., None]).sum())
-            total += loss.item() * n_counted
-            count += n_counted
-        losses.append(total / max(count, 1))
-        bar.set_postfix(loss=f"{losses[-1]:.4f}")
-        if checkpoint is not None:
-            save_atomically(
-                {
-                    "format": STATE_FORMAT,
-                    "fingerprint": json.dumps(fingerprint, sort_keys=True),
-                    "epoch": epoch + 1,
-                    "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                    "optimizer": optimizer.state_dict(),
-                    "generator": generator.get_state(),
-                    "torch_rng": torch.get_rng_state(),
-                    "losses": torch.tensor(losses, dtype=torch.float64),
-                },
-                checkpoint,
-            )
+    info = {**(fit_info or {}), "model": model, "epochs": config.epochs, "start_epoch": start_epoch}
+    with callbacks.fitting(info, losses):
+        bar = tqdm(range(start_epoch, config.epochs), disable=not config.verbose, desc="pretraining", leave=False)
+        for epoch in bar:
+            tic = time.perf_counter()
+            model.train()
+            total, count = 0.0, 0
+            for index in shuffled_batches(len(data), config.batch_size, generator):
+                values, valid, _ = data.batch(index, device)
+                # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible).
+                mask = make_mask(
+                    tuple(values.shape), config.mask_ratio, config.mask_mean_length, config.masking, generator
+                ).to(device)
+                optimizer.zero_grad(set_to_none=True)
+                prediction = model(apply_mask(values, mask), valid)
+                loss = masked_mse(prediction, values, mask, valid)
+                backward_and_step(
+                    model, optimizer, loss, config.grad_clip, f"pretraining loss at epoch {epoch}", config.lr
+                )
+                n_counted = int((mask if valid is None else mask & valid[..., None]).sum())
+                total += loss.item() * n_counted
+                count += n_counted
+            losses.append(total / max(count, 1))
+            bar.set_postfix(loss=f"{losses[-1]:.4f}")
+            epoch_logs = {"train_loss": losses[-1], "lr": current_lr(getattr(optimizer, "base", optimizer)),
+                          "seconds": time.perf_counter() - tic}
+            stop = callbacks.epoch_end(epoch, epoch_logs)  # before the checkpoint: a killed run redoes this epoch
+            if checkpoint is not None:
+                save_atomically(
+                    {
+                        "format": STATE_FORMAT,
+                        "fingerprint": json.dumps(fingerprint, sort_keys=True),
+                        "epoch": epoch + 1,
+                        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                        "optimizer": optimizer.state_dict(),
+                        "generator": generator.get_state(),
+                        "torch_rng": torch.get_rng_state(),
+                        "losses": torch.tensor(losses, dtype=torch.float64),
+                    },
+                    checkpoint,
+                )
+            if stop:
+                break
     return losses
 
 

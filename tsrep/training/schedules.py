@@ -66,3 +66,7 @@ class LRSchedule:
 
     def state_dict(self) -> dict:
         return {} if self._scheduler is None else self._scheduler.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        if self._scheduler is not None:
+            self._scheduler.load_state_dict(state)

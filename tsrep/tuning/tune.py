@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -20,9 +21,16 @@ from sklearn.utils import _safe_indexing
 from tqdm.auto import tqdm
 
 from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
-from tsrep.training.hooks import epoch_callback
+from tsrep.training.callbacks import OptunaPruning
 from tsrep.tuning.space import SearchSpace, adjust_params
-from tsrep.tuning.storage import fail_stale_trials, heartbeat_enabled, mask_url, resolve_storage
+from tsrep.tuning.storage import (
+    fail_dead_owner_trials,
+    fail_stale_trials,
+    heartbeat_enabled,
+    mask_url,
+    owner_record,
+    resolve_storage,
+)
 
 logger = logging.getLogger("tsrep.tuning")
 
@@ -84,6 +92,18 @@ def make_splits(X, y, cv=None, validation_size: float = 0.2, random_state=0, cla
     return [(np.asarray(tr), np.asarray(va)) for tr, va in splitter.split(np.zeros((n, 1)), y)]
 
 
+def check_same_length(X, y) -> None:
+    """X and y must hold one case per target: checked before a study is created or a trial runs."""
+    try:
+        n_X, n_y = len(X), len(y)
+    except TypeError:
+        raise TypeError(
+            f"X and y must be collections of cases with a length, got {type(X).__name__} and {type(y).__name__}"
+        ) from None
+    if n_X != n_y:
+        raise ValueError(f"X and y must hold the same number of cases: X has {n_X}, y has {n_y}")
+
+
 def _trial_counts(study: optuna.Study) -> dict:
     counts = {s: 0 for s in TrialState}
     for t in study.get_trials(deepcopy=False):
@@ -113,6 +133,21 @@ def _metric_name(estimator, scoring) -> str:
     return scoring if isinstance(scoring, str) else getattr(scoring, "__name__", repr(scoring))
 
 
+def add_pruning(model, pruning: OptunaPruning) -> None:
+    """Append `pruning` to the callbacks of `model`, or of the last step of a Pipeline (then the
+    earlier steps transform the scored data); estimators without ``callbacks`` are left as they are."""
+    target, prefix = model, ""
+    steps = getattr(model, "steps", None)
+    if steps:
+        target, prefix = steps[-1][1], f"{steps[-1][0]}__"
+        pruning.transform = model[:-1].transform if len(steps) > 1 else None
+    if "callbacks" not in target.get_params(deep=False):
+        return
+    own = target.callbacks
+    own = [] if own is None else list(own) if isinstance(own, (list, tuple)) else [own]
+    model.set_params(**{f"{prefix}callbacks": [*own, pruning]})
+
+
 def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_trials=None, reuse_duplicates=True):
     """The Optuna objective: fit on each training part, score on its validation part, report every epoch."""
     worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -121,6 +156,7 @@ def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_tria
         if max_trials is not None:
             _check_budget(trial, max_trials)
         trial.set_user_attr("worker", worker)
+        trial.set_user_attr("tsrep_owner", owner_record(trial.number))  # lets a resumed run fail it if we die
         params, adjusted = adjust_params(space.suggest(trial), space.estimator_params)
         if adjusted:
             trial.set_user_attr("adjusted", adjusted)
@@ -134,20 +170,13 @@ def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_tria
                     return float(done.value)
         scores, epochs = [], []
         for fold, (train, val) in enumerate(splits):
-            offset = sum(epochs)  # fold k reports after the epochs of the folds before it
-
-            def on_epoch(epoch: int, val_score: float, _offset=offset, _fold=fold) -> None:
-                if not math.isfinite(val_score):
-                    return
-                trial.report(float(val_score), _offset + epoch)
-                if trial.should_prune():
-                    raise optuna.TrialPruned(f"pruned at epoch {epoch} of fold {_fold} (validation score {val_score:.4f})")
-
             model = clone(estimator).set_params(**params)
-            # Each epoch is scored on this fold's validation part (the split the trial is scored on):
-            # pruning works whether or not the estimator holds out a split of its own.
-            with epoch_callback(on_epoch, eval_data=(_safe_indexing(X, val), _safe_indexing(y, val))):
-                model.fit(_safe_indexing(X, train), _safe_indexing(y, train))
+            X_val, y_val = _safe_indexing(X, val), _safe_indexing(y, val)
+            # Each epoch is scored on this fold's validation part (the split the trial is scored on), so
+            # pruning works whether or not the estimator holds out a split of its own; fold k reports
+            # after the epochs of the folds before it.
+            add_pruning(model, OptunaPruning(trial, X_val, y_val, step_offset=sum(epochs)))
+            model.fit(_safe_indexing(X, train), _safe_indexing(y, train))
             score = float(scorer(model, _safe_indexing(X, val), _safe_indexing(y, val)))
             scores.append(score)
             epochs.append(int(getattr(model, "n_epochs_", -1)))
@@ -169,7 +198,8 @@ def study_identity(estimator, X, y, space: SearchSpace, cv, validation_size, ran
     ``{"data": hash of X and y, "settings": {name: description}}`` where settings are the
     estimator's class and every parameter outside the search space (its own value, or the space's
     fixed value), plus how trials are scored (``tune.cv``, ``tune.validation_size``,
-    ``tune.random_state``, ``tune.scoring``). Stored with a new study; a reuse must match it.
+    ``tune.random_state``, ``tune.scoring``), the estimator's class name and the search space
+    (``{"estimator": name, "space": SearchSpace.describe()}``). Stored with a new study; a reuse must match it.
     """
     settings = {**estimator.get_params(deep=False), **space.fixed}
     for name in (*space.distributions, *_NOT_IDENTITY):
@@ -180,7 +210,8 @@ def study_identity(estimator, X, y, space: SearchSpace, cv, validation_size, ran
         settings["tune.validation_size"] = validation_size
     settings["tune.random_state"] = random_state
     settings["tune.scoring"] = scoring
-    return {"data": data_fingerprint(X, y), "settings": describe_settings(settings)}
+    return {"data": data_fingerprint(X, y), "settings": describe_settings(settings),
+            "estimator": type(estimator).__name__, "space": json.loads(json.dumps(space.describe()))}
 
 
 def check_study_identity(study: optuna.Study, identity: dict, new: bool) -> None:
@@ -189,6 +220,28 @@ def check_study_identity(study: optuna.Study, identity: dict, new: bool) -> None
     A study holds scores of one data set under one set of fixed settings: trials of another would
     be compared (and, as duplicates, copied) as if they were alike."""
     attrs = study.user_attrs
+    problems = []
+    if not new:  # what the trials were run as: another estimator or space makes them incomparable
+        if attrs.get("tsrep_estimator", identity["estimator"]) != identity["estimator"]:
+            problems.append(f"it tunes {attrs['tsrep_estimator']}, this call {identity['estimator']}")
+        differ = differing_settings(attrs.get("tsrep_search_space", identity["space"]), identity["space"])
+        if differ:
+            problems.append("the search space differs: " + "; ".join(differ))
+    if not new and "tsrep_data" in attrs:
+        if attrs["tsrep_data"] != identity["data"]:
+            problems.append(
+                "the data differ: X and y are not those its trials were scored on "
+                f"(stored {attrs['tsrep_data'][:19]}..., now {identity['data'][:19]}...)"
+            )
+        differ = differing_settings(attrs.get("tsrep_fixed_settings", {}), identity["settings"])
+        if differ:
+            problems.append("fixed settings differ: " + "; ".join(differ))
+    if problems:
+        raise StudyMismatchError(
+            f"study {study.study_name!r} exists for another estimator, search space, data or settings, and its "
+            f"trials' scores would be compared with (and, for repeated parameters, copied into) this search: "
+            f"{'; '.join(problems)}. Use another study_name for this search"
+        )
     if new or "tsrep_data" not in attrs:
         if not new:
             logger.warning(
@@ -197,22 +250,6 @@ def check_study_identity(study: optuna.Study, identity: dict, new: bool) -> None
             )
         study.set_user_attr("tsrep_data", identity["data"])
         study.set_user_attr("tsrep_fixed_settings", identity["settings"])
-        return
-    problems = []
-    if attrs["tsrep_data"] != identity["data"]:
-        problems.append(
-            f"the data differ: X and y are not those its trials were scored on (stored {attrs['tsrep_data'][:19]}..., "
-            f"now {identity['data'][:19]}...)"
-        )
-    differ = differing_settings(attrs.get("tsrep_fixed_settings", {}), identity["settings"])
-    if differ:
-        problems.append("fixed settings differ: " + "; ".join(differ))
-    if problems:
-        raise StudyMismatchError(
-            f"study {study.study_name!r} exists for other data or settings, and its trials' scores would be "
-            f"compared with (and, for repeated parameters, copied into) this search: {'; '.join(problems)}. "
-            "Use another study_name for this data and these settings"
-        )
 
 
 def _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval):
@@ -320,13 +357,17 @@ def tune(
         the study: a worker stops once the study holds that many, waits while the last ones run
         elsewhere, and runs the retries of trials whose worker died. Start every distributed worker
         with the same ``max_trials`` to get exactly that many finished trials.
-    storage : None (SQLite file ``$TSREP_STUDY_DB`` or ``./tsrep-studies.db``), "memory", a path,
-        an Optuna storage URL (``postgresql://user@host/db`` ...) or an Optuna storage object.
+    storage : None or "memory": in memory (nothing written; the study ends with the process, as
+        Optuna's own default). To keep a study, resume it later or share it between workers: a path
+        (an SQLite file), an Optuna storage URL (``sqlite:///studies.db``,
+        ``postgresql://user@host/db`` ...) or an Optuna storage object.
     study_name : None creates a new study with a unique name; a name with ``load_if_exists``
-        resumes that study. A new study records a hash of (X, y) and the fixed settings (the
-        estimator's class and parameters outside the search space, but device, n_jobs and verbose; cv,
-        validation_size, random_state, scoring); resuming it with other data or other fixed
-        settings raises StudyMismatchError (a ValueError) naming what differs, before any trial runs.
+        resumes that study. A new study records its estimator's class, its search space, a hash of
+        (X, y) and the fixed settings (parameters outside the search space, but device, n_jobs and
+        verbose; cv, validation_size, random_state, scoring); resuming it with another estimator,
+        space, data or fixed settings raises StudyMismatchError (a ValueError) naming what differs,
+        before any trial runs. Trials left RUNNING by a process of this machine that is gone
+        (killed) are marked FAIL when the study is resumed, and queued again as the heartbeat would.
     search_space : overrides of the paper's space (see :mod:`tsrep.tuning.space`); ``continuous``
         uses the continuous paper box; ``default_space=False`` tunes only ``search_space``.
     pruner : any Optuna pruner; default :func:`default_pruner` (MedianPruner). Intermediate values
@@ -357,6 +398,7 @@ def tune(
     >>> len(study.trials), best.alpha in (0.1, 0.9)
     (2, True)
     """
+    check_same_length(X, y)
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
     if n_trials is None and max_trials is None and timeout is None:
         n_trials = DEFAULT_N_TRIALS
@@ -368,7 +410,8 @@ def tune(
     scorer = check_scoring(estimator, scoring=scoring)
 
     storage_obj = resolve_storage(
-        storage, heartbeat_interval=heartbeat_interval, grace_period=grace_period, max_retry=max_retry
+        "memory" if storage is None else storage,
+        heartbeat_interval=heartbeat_interval, grace_period=grace_period, max_retry=max_retry,
     )
     distributed = isinstance(storage_obj, optuna.storages.RDBStorage)
     if sampler is None:
@@ -385,21 +428,17 @@ def tune(
     )
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise ValueError(f"study {study.study_name!r} exists and minimises; tsrep studies maximise a score")
-    described = space.describe()
-    attrs = study.user_attrs
-    new_study = "tsrep_search_space" not in attrs
+    new_study = "tsrep_search_space" not in study.user_attrs
     identity = study_identity(estimator, X, y, space, cv, validation_size, random_state, scoring)
     check_study_identity(study, identity, new_study)  # before any trial runs
     if new_study:
-        study.set_user_attr("tsrep_estimator", type(estimator).__name__)
-        study.set_user_attr("tsrep_search_space", described)
+        study.set_user_attr("tsrep_estimator", identity["estimator"])
+        study.set_user_attr("tsrep_search_space", identity["space"])
         study.set_user_attr("tsrep_scoring", _metric_name(estimator, scoring))
         study.set_user_attr("tsrep_validation", f"{len(splits)}-fold CV" if cv is not None else f"hold-out {validation_size}")
-    elif attrs["tsrep_search_space"] != described:
-        logger.warning(
-            "study %r was created with another search space (%s); now %s",
-            study.study_name, attrs["tsrep_search_space"], described,
-        )
+    for number in fail_dead_owner_trials(study, max_retry):  # a killed run's trial, before the heartbeat's grace
+        logger.warning("study %r: trial %d was left running by a process of this machine that is gone; "
+                       "marked failed%s", study.study_name, number, " and queued again" if max_retry != 0 else "")
     for params in enqueue or []:
         study.enqueue_trial(params, skip_if_exists=True)
 

@@ -1,0 +1,173 @@
+"""``save`` / ``load`` of fitted classifiers and regressors in tsrep's pickle-free model file
+(tsrep._serialization: safetensors weights, JSON configuration and fitted metadata)."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+
+from tsrep._serialization import ModelFileError, from_json, prefixed, read_model_file, to_json, write_model_file
+from tsrep.data import ChannelStandardizer
+from tsrep.training.loop import History
+from tsrep.training.optim import resolve_optimizer
+
+# Fitted attributes written to the JSON document (the weights and the standardisation go to tensors).
+FITTED = (
+    "classes_", "n_classes_", "metadata_", "_n_jobs", "encoder_config_", "max_len_", "n_channels_", "patch_len_",
+    "patch_stride_", "validation_fraction_", "pretrain_history_", "n_outputs_", "n_parameters_", "best_epoch_",
+    "n_epochs_", "fit_time_millis_", "y_mean_", "y_std_",
+)
+NOT_SAVED = ("callbacks",)  # loaded models get callbacks=None
+
+
+def _estimator_classes() -> dict:
+    from tsrep.estimators.backbone import BackboneClassifier, BackboneRegressor
+    from tsrep.estimators.classifier import EADCTransformerClassifier
+    from tsrep.estimators.regressor import EADCTransformerRegressor
+
+    return {c.__name__: c for c in (EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier,
+                                    BackboneRegressor)}
+
+
+def params_to_json(params: dict, where: str) -> dict:
+    out = {}
+    for name, value in params.items():
+        if name in NOT_SAVED:
+            continue
+        if name == "random_state" and not (value is None or isinstance(value, int)):
+            value = None  # a RandomState: predictions do not depend on it; JSON cannot hold it
+        if name == "optimizer" and isinstance(value, type):
+            if resolve_optimizer(value.__name__) is not value:
+                raise ValueError(
+                    f"{where}: optimizer={value!r} is a class that cannot be named by a string; a tsrep model "
+                    "file stores the optimiser by name (set_params(optimizer='adamw') or another torch.optim name)"
+                )
+            value = value.__name__
+        out[name] = to_json(value, f"{where}[{name!r}]")
+    return out
+
+
+def _document(est, prefix: str, tensors: dict) -> dict:
+    """The JSON document of one fitted estimator; its tensors are added to `tensors` under `prefix`."""
+    where = type(est).__name__
+    fitted = {name: to_json(getattr(est, name), f"{where}.{name}") for name in FITTED if name in est.__dict__}
+    history = getattr(est, "history_", None)
+    if history is not None:
+        fitted["history_"] = to_json(
+            {"train_loss": history.train_loss, "val_loss": history.val_loss, "val_score": history.val_score,
+             "best_epoch": history.best_epoch}, f"{where}.history_",
+        )
+    fitted["_fitted_params"] = params_to_json(est.__dict__.get("_fitted_params") or {}, f"{where}._fitted_params")
+    document = {"estimator": type(est).__name__, "params": params_to_json(est.get_params(deep=False), where),
+                "fitted": fitted}
+    if getattr(est, "estimators_", None):
+        document["members"] = [
+            _document(member, f"{prefix}estimators.{i}.", tensors) for i, member in enumerate(est.estimators_)
+        ]
+        return document
+    standardizer = est.standardizer_
+    fitted["scaling"] = standardizer.scaling
+    tensors[f"{prefix}standardizer.mean"] = torch.as_tensor(standardizer.mean_, dtype=torch.float64)
+    tensors[f"{prefix}standardizer.std"] = torch.as_tensor(standardizer.std_, dtype=torch.float64)
+    fitted["module_training"] = bool(est.module_.training)
+    for name, tensor in est.module_.state_dict().items():
+        tensors[f"{prefix}module.{name}"] = tensor
+    return document
+
+
+def save_estimator(est, path):
+    """Write the fitted estimator `est` to the model file `path` (atomically); returns the path."""
+    est._check_is_fitted()
+    tensors: dict = {}
+    document = _document(est, "", tensors)
+    return write_model_file(path, document, tensors)
+
+
+def _checked_params(cls, raw, where: str) -> dict:
+    if not isinstance(raw, dict):
+        raise ModelFileError(f"{where}: its parameters are not a JSON object")
+    params = from_json(raw, where)
+    known = set(cls().get_params(deep=False))
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ModelFileError(f"{where}: parameters {unknown} are not parameters of {cls.__name__}")
+    return params
+
+
+def _cpu_if_no_cuda(params: dict, overrides: dict, where: str) -> None:
+    device = params.get("device")
+    if "device" in overrides or not isinstance(device, str) or device in ("auto", "cpu"):
+        return
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        warnings.warn(
+            f"{where} was saved with device={device!r}; CUDA is not available here, so it is loaded with "
+            "device='cpu' (pass device=... to load to choose)", UserWarning, stacklevel=4,
+        )
+        params["device"] = "cpu"
+
+
+def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, where: str):
+    params = _checked_params(cls, document.get("params"), where)
+    _cpu_if_no_cuda(params, overrides, where)
+    params.update(overrides)
+    est = cls(**params)
+    fitted = from_json(document.get("fitted"), where)
+    if not isinstance(fitted, dict):
+        raise ModelFileError(f"{where}: its fitted metadata is not a JSON object")
+    for name in FITTED:
+        if name in fitted:
+            setattr(est, name, fitted[name])
+    if "classes_" in fitted:
+        est._class_dictionary = {c: i for i, c in enumerate(est.classes_)}
+    if "history_" in fitted:
+        est.history_ = History(**fitted["history_"])
+    fitted_params = fitted.get("_fitted_params") or {}
+    est._fitted_params = {k: v for k, v in _checked_params(cls, fitted_params, where).items()}
+    members = document.get("members")
+    if members:
+        est.estimators_ = [
+            _rebuild(cls, member, tensors, f"{prefix}estimators.{i}.", overrides, f"{where} member {i}")
+            for i, member in enumerate(members)
+        ]
+    else:
+        est.estimators_ = None
+        standardizer = ChannelStandardizer(fitted["scaling"])
+        standardizer.mean_ = tensors[f"{prefix}standardizer.mean"].numpy()
+        standardizer.std_ = tensors[f"{prefix}standardizer.std"].numpy()
+        est.standardizer_ = standardizer
+        builder = copy.copy(est)
+        builder.__dict__.update(est._fitted_params)
+        with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the user's RNG alone
+            module = builder._build_model(est.n_outputs_)
+        module.load_state_dict(prefixed(tensors, f"{prefix}module."), strict=True)
+        est.module_ = module.train(bool(fitted.get("module_training", False)))
+    est.is_fitted = True
+    return est
+
+
+def load_estimator(path, expected=None, **params):
+    """The fitted estimator in the model file `path`; `params` override its saved parameters (e.g.
+    device). expected: the class asked for (its subclasses pass); any other is a ModelFileError."""
+    document, tensors = read_model_file(path)
+    name = document.get("estimator")
+    from tsrep.representation import TSRepEncoder
+
+    classes = {**_estimator_classes(), "TSRepEncoder": TSRepEncoder}
+    cls = classes.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ModelFileError(f"{str(path)!r} holds an estimator {name!r}, which is not a tsrep estimator ({sorted(classes)})")
+    if expected is not None and not issubclass(cls, expected):
+        raise ModelFileError(
+            f"{str(path)!r} holds a {name}, not a {expected.__name__}: load it with {name}.load or tsrep.load"
+        )
+    if cls is TSRepEncoder:
+        return TSRepEncoder.load(path, **params)
+    where = f"model file {str(path)!r}"
+    try:
+        return _rebuild(cls, document, tensors, "", params, where)
+    except ModelFileError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        raise ModelFileError(f"{where} is inconsistent (its configuration does not fit its weights): {exc}") from exc
