@@ -13,6 +13,7 @@ degenerate models of the paper's tables are exact and count only parameters that
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -233,27 +234,40 @@ class DCTransformerEncoder(nn.Module):
         return h
 
 
+def _is_int(value) -> bool:
+    """An integer, numpy's included (GridSearchCV hands numpy grids' values through); never a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout):
     """Raise ValueError naming the first bad hyperparameter."""
-    if not isinstance(d_model, int) or d_model < 1:
+    if not _is_int(d_model) or d_model < 1:
         raise ValueError(f"d_model must be a positive integer, got {d_model!r}")
-    if not isinstance(n_blocks, int) or n_blocks < 1:
+    if not _is_int(n_blocks) or n_blocks < 1:
         raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
-    if not 0.0 <= p <= 1.0:
+    if not _is_real(p) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be in [0, 1], got {p!r}")
     for name, value in (("alpha", alpha), ("beta", beta)):
-        if not 0.0 <= value <= 1.0:
+        if not _is_real(value) or not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value!r}")
     d_attn, _ = split_width(d_model, p)
     if p > 0 and d_attn == 0:
         raise ValueError(f"p={p} gives no attention channel at d_model={d_model}; use p=0 or a larger p")
-    if d_attn > 0 and (not isinstance(n_heads, int) or n_heads < 1 or d_attn % n_heads != 0):
+    if d_attn > 0 and not _is_int(n_heads):
+        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    if d_attn > 0 and (n_heads < 1 or d_attn % n_heads != 0):
         raise ValueError(
             f"n_heads={n_heads!r} must divide the attention width round(p * d_model) = {d_attn}"
         )
-    if not isinstance(attn_kernel_size, int) or attn_kernel_size < 1 or attn_kernel_size % 2 == 0:
+    if not _is_int(attn_kernel_size) or attn_kernel_size < 1 or attn_kernel_size % 2 == 0:
         raise ValueError(f"attn_kernel_size must be a positive odd integer, got {attn_kernel_size!r}")
-    if not isinstance(kernel_size, int) or kernel_size < 1:
+    if not _is_int(kernel_size) or kernel_size < 1:
         raise ValueError(f"kernel_size must be a positive integer, got {kernel_size!r}")
+    if not _is_real(dropout):
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")

@@ -56,6 +56,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -235,11 +236,46 @@ def dataset_task(name: str) -> str:
 SUFFIXES = (".ts", ".tsv")
 
 
+def _is_blank(path: Path) -> bool:
+    """An empty file (or whitespace only): no problem's file, wherever it lies (a failed copy or download)."""
+    size = path.stat().st_size
+    return size == 0 or (size <= 4096 and not path.read_bytes().strip())
+
+
+def _usable(path: Path) -> bool:
+    return path.is_file() and not _is_blank(path)
+
+
+def _split_files(folder: Path, name: str, suffix: str) -> dict[str, Path]:
+    return {split: folder / f"{name}_{split}{suffix}" for split in ("TRAIN", "TEST")}
+
+
 def _layout(folder: Path, name: str) -> str | None:
-    """The suffix (".ts" or ".tsv") of the layout whose TRAIN and TEST files are both in folder, or None."""
+    """The suffix (".ts" or ".tsv") of the layout whose TRAIN and TEST files are both in folder (and not empty), or None."""
     for suffix in SUFFIXES:
-        if all((folder / f"{name}_{split}{suffix}").is_file() for split in ("TRAIN", "TEST")):
+        if all(_usable(f) for f in _split_files(folder, name, suffix).values()):
             return suffix
+    return None
+
+
+def _incomplete(folder: Path, name: str) -> str | None:
+    """Why folder holds half of the problem (one split's file with content, the other missing or empty), or None.
+
+    A problem's TRAIN and TEST files are read from one folder: taking the missing split from another
+    source (the files shipped with aeon, say) would mix two versions of a problem unnoticed.
+    """
+    for suffix in SUFFIXES:
+        files = _split_files(folder, name, suffix)
+        usable = {split: _usable(f) for split, f in files.items()}
+        if sum(usable.values()) != 1:
+            continue
+        have, lack = (files["TRAIN"], files["TEST"]) if usable["TRAIN"] else (files["TEST"], files["TRAIN"])
+        state = "is empty" if lack.is_file() else "is missing"
+        return (
+            f"{folder} holds {have.name} but {lack.name} {state}: a problem's TRAIN and TEST files are read from "
+            f"one folder and never mixed with another source's. Put both files there, or remove {have.name} to "
+            f"load {name} from where else it is"
+        )
     return None
 
 
@@ -270,8 +306,28 @@ def find_local(name: str, cache_dir=None, offline=None) -> Path | None:
     return _first_local(_lookup_name(name, offline_dir), _local_roots(resolve_cache_dir(cache_dir), offline_dir))
 
 
-def _first_local(name: str, roots: list[tuple[str, Path]]) -> Path | None:
-    return next((f for f in (_find_files(root, name) for _, root in roots) if f is not None), None)
+def _first_local(name: str, roots: list[tuple[str, Path]], strict: bool = False) -> Path | None:
+    """The first folder under `roots` holding the problem's two files.
+
+    strict (loading): a folder holding half of the problem is a DatasetNotFoundError naming the
+    missing or empty file, and empty files that are skipped are named in a warning.
+    """
+    for _, root in roots:
+        for folder in (root / name, root):
+            if _layout(folder, name) is not None:
+                return folder
+            if not strict:
+                continue
+            problem = _incomplete(folder, name)
+            if problem is not None:
+                raise DatasetNotFoundError(problem)
+            blank = [f for suffix in SUFFIXES for f in _split_files(folder, name, suffix).values() if f.is_file()]
+            if blank:
+                warnings.warn(
+                    f"skipped the empty file(s) {', '.join(str(f) for f in blank)} while looking for {name}",
+                    UserWarning, stacklevel=3,
+                )
+    return None
 
 
 def _lookup_name(name: str, offline_dir: Path | None) -> str:
@@ -279,8 +335,11 @@ def _lookup_name(name: str, offline_dir: Path | None) -> str:
     try:
         return canonical_name(name)
     except ValueError:
-        if offline_dir is not None and isinstance(name, str) and _find_files(offline_dir, name) is not None:
-            return name
+        if offline_dir is not None and isinstance(name, str) and (
+            _find_files(offline_dir, name) is not None
+            or any(_incomplete(folder, name) for folder in (offline_dir / name, offline_dir))
+        ):
+            return name  # loading then names what is missing
         raise
 
 
@@ -376,21 +435,120 @@ def _read_ts_resampled(path: Path):
         os.unlink(tmp)
 
 
+class TsFormatError(ValueError):
+    """A .ts file that cannot be read as one: the message names the file and, where it can, the line."""
+
+
 def read_ts(path) -> tuple[object, np.ndarray, dict]:
-    """X, y, metadata of one .ts file, read by aeon's load_from_ts_file (channels of unequal length resampled)."""
+    """X, y, metadata of one .ts file, read by aeon's load_from_ts_file (channels of unequal length resampled).
+
+    Raises TsFormatError (a ValueError) naming the file, and the line where there is one, for a file
+    that is empty, binary, has no @data section or no case after it, a line aeon cannot read (a
+    value that is not a number, a channel count or label missing), or a class label that the
+    header's @classLabel line does not declare.
+    """
     from aeon.datasets import load_from_ts_file
 
     path = Path(path)
+    _check_text(path)
     try:
         X, y, meta = load_from_ts_file(str(path), return_meta_data=True)
     except OSError as err:
         if "different number of observations" not in str(err):
-            raise
+            raise _format_error(path, err) from err
         X, y, meta = _read_ts_resampled(path)
         meta["channels_resampled"] = True
+    except (ValueError, IndexError, KeyError, UnicodeDecodeError) as err:
+        raise _format_error(path, err) from err
+    if len(y) == 0:
+        raise _format_error(path, None)
+    if meta.get("classlabel") and meta.get("class_values"):
+        declared = {str(v) for v in meta["class_values"]}
+        if not {str(v) for v in y} <= declared:
+            raise _format_error(path, None)
     if meta.get("targetlabel"):
         y = np.asarray(y, dtype=float)
     return X, y, meta
+
+
+def _check_text(path: Path) -> None:
+    """TsFormatError for an empty or binary file, before aeon reads it."""
+    with open(path, "rb") as f:
+        head = f.read(65536)
+    if not head.strip():
+        raise TsFormatError(f"{path} is empty: a .ts file has a header, an @data line and one line per case")
+    if b"\x00" in head:
+        raise TsFormatError(f"{path} is a binary file, not a .ts text file")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.start < len(head) - 4:  # not merely a character cut at the end of the sample
+            raise TsFormatError(f"{path} is not a UTF-8 text file (byte {err.start}): not a .ts file") from None
+
+
+def _format_error(path: Path, err: Exception | None) -> TsFormatError:
+    """The error for a .ts file aeon could not read (err) or read into something wrong (err None)."""
+    where = _first_bad_line(path)
+    detail = f" ({type(err).__name__}: {err})" if err is not None else ""
+    if where is None:
+        return TsFormatError(f"{path} could not be read as a .ts file{detail}")
+    line, reason = where
+    return TsFormatError(f"{path}, line {line}: {reason}{detail}" if line else f"{path}: {reason}{detail}")
+
+
+def _first_bad_line(path: Path) -> tuple[int, str] | None:
+    """(line number, what is wrong) of the first line of a .ts file that breaks the format, (0, why) for a
+    file-wide problem, or None when every line reads."""
+    header: dict[str, list[str]] = {}
+    n_channels = None
+    n_cases = 0
+    in_data = False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if not in_data:
+                if not line.startswith("@"):
+                    return number, f"{line[:40]!r} is neither a header line (@...) nor after the @data line"
+                key, *words = line.split()
+                header[key.lower()] = words
+                in_data = key.lower() == "@data"
+                continue
+            labelled = any(header.get(k, ["false"])[0].lower() == "true" for k in ("@classlabel", "@targetlabel"))
+            parts = line.split(":")
+            channels = parts[:-1] if labelled else parts
+            if labelled and (len(parts) < 2 or not parts[-1].strip()):
+                return number, "no class label or target after the values"
+            if n_channels is None:
+                n_channels = len(channels)
+            elif len(channels) != n_channels:
+                return number, f"{len(channels)} channel(s), but the cases before have {n_channels}"
+            if header.get("@timestamps", ["false"])[0].lower() != "true":
+                for channel, values in enumerate(channels):
+                    for value in values.split(","):
+                        value = value.strip()
+                        if value != "?" and not _is_number(value):
+                            return number, f"channel {channel} holds {value[:30]!r}, which is not a number (or ? for missing)"
+            classes = header.get("@classlabel", ["false"])
+            if classes[0].lower() == "true" and len(classes) > 1:
+                label = parts[-1].strip()
+                if label.lower() not in {c.lower() for c in classes[1:]}:
+                    return number, f"class label {label!r} is not among those the @classLabel line declares ({', '.join(classes[1:])})"
+            n_cases += 1
+    if not in_data:
+        return 0, "no @data line: the file has no data section (a header only, or not a .ts file)"
+    if n_cases == 0:
+        return 0, "no case after the @data line (a header only)"
+    return None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _label_order(labels) -> list[str]:
@@ -563,7 +721,7 @@ def load_archive(name: str, split: str | None = "train", cache_dir=None, offline
         raise ValueError(f"split must be 'train', 'test' or None (both), got {split!r}")
     cache = resolve_cache_dir(cache_dir)
     roots = _local_roots(cache, offline_dir)
-    folder = _first_local(name, roots)
+    folder = _first_local(name, roots, strict=True)
     if folder is None:
         looked = "; ".join(f"{label} {root}" for label, root in roots)
         if no_download:

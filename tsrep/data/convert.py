@@ -7,17 +7,52 @@ series' end, and a (n_cases, T_max) bool mask that is False on padding.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 
-def as_case_list(X) -> list[np.ndarray]:
-    """numpy3D or np-list -> list of float64 (n_channels, n_timepoints_i) arrays."""
+def as_case_list(X, trailing_nan_is_padding: bool = False) -> list[np.ndarray]:
+    """numpy3D or np-list -> list of float64 (n_channels, n_timepoints_i) arrays.
+
+    trailing_nan_is_padding: in a 3-D array, the steps after a case's last observed value (every
+    channel NaN from there to the end) are padding, not missing values: a common way to stack
+    series of unequal length. Each such case then ends at its last observed step, exactly as the
+    same series given in a list. A case with no observed value is kept whole. Lists are never cut:
+    each of their series has the length it was given.
+    """
     if isinstance(X, np.ndarray):
         if X.ndim != 3:
             raise ValueError(f"X must be 3-D (n_cases, n_channels, n_timepoints), got shape {X.shape}")
-        return [np.asarray(x, dtype=np.float64) for x in X]
+        cases = [np.asarray(x, dtype=np.float64) for x in X]
+        return [trim_trailing_nan(x) for x in cases] if trailing_nan_is_padding else cases
     return [np.asarray(x, dtype=np.float64) for x in X]
+
+
+def trim_trailing_nan(x: np.ndarray) -> np.ndarray:
+    """(C, T) -> (C, t): x up to its last step with an observed value in any channel (x itself when none)."""
+    observed = ~np.isnan(x).all(axis=0)
+    if observed.all() or not observed.any():
+        return x
+    return x[:, : len(observed) - int(np.argmax(observed[::-1]))]
+
+
+def finite_mean_std(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation over the last axis, NaN ignored, for values of any finite magnitude.
+
+    np.nanstd squares the values, which overflows past about 1e154 (and the mean's sum past
+    1e308 / n): the values are first divided by a power of two near their largest magnitude, an
+    exact operation, so ordinary data gives bit for bit what np.nanmean and np.nanstd give. An
+    all-NaN row gives NaN.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    largest = np.nanmax(np.abs(values), axis=-1, keepdims=True, initial=0.0)
+    scale = np.ldexp(1.0, np.frexp(np.where(np.isfinite(largest) & (largest > 0), largest, 1.0))[1])
+    scaled = values / scale
+    with warnings.catch_warnings():  # an all-NaN row is an answer (NaN), not a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(scaled, axis=-1) * scale[..., 0], np.nanstd(scaled, axis=-1) * scale[..., 0]
 
 
 SCALINGS = ("standard", "symlog")
@@ -45,10 +80,13 @@ class ChannelStandardizer:
 
     def fit(self, cases: list[np.ndarray]) -> ChannelStandardizer:
         values = self._pre(np.concatenate(cases, axis=1))  # (C, total steps)
-        with np.errstate(all="ignore"):
-            self.mean_ = np.nan_to_num(np.nanmean(values, axis=1), nan=0.0)
-            std = np.nan_to_num(np.nanstd(values, axis=1), nan=1.0)
-        self.std_ = np.where(std > 1e-8, std, 1.0)
+        mean, std = finite_mean_std(values)  # no overflow for values of magnitude up to float64's limit
+        self.mean_ = np.nan_to_num(mean, nan=0.0)
+        std = np.nan_to_num(std, nan=1.0)
+        # The floor is relative to the channel's magnitude: a constant channel of 1e300 has a std of
+        # about 1e284 from rounding alone, and must still read as constant.
+        floor = np.maximum(1e-8, 1e-12 * np.abs(self.mean_))
+        self.std_ = np.where(std > floor, std, 1.0)
         return self
 
     def transform(self, cases: list[np.ndarray]) -> list[np.ndarray]:

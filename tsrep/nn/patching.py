@@ -132,7 +132,18 @@ def auto_patch(n_channels: int, max_len: int) -> tuple[int, int] | None:
 
 def resolve_front_end(patch_len, patch_stride, downsample, n_channels: int, max_len: int, per_step_only=False):
     """(patch_len, patch_stride) for the encoder: "auto" resolved by :func:`auto_patch` on the training data
-    (one token per step when `per_step_only`, e.g. for masked pretraining, or when downsample is set)."""
+    (one token per step when `per_step_only`, e.g. for masked pretraining, or when downsample is set).
+
+    ValueError when an explicit patch_len or downsample is longer than every training series: each
+    series would be a single token, mostly zero padding, and attention would have nothing to relate.
+    """
+    for name, window in (("patch_len", patch_len), ("downsample", downsample)):
+        if isinstance(window, numbers.Integral) and not isinstance(window, bool) and window > max_len:
+            raise ValueError(
+                f"{name}={window} is longer than every training series (the longest has {max_len} steps): each "
+                f"series would be one token of mostly zero padding; use {name} <= {max_len}"
+                + (", or patch_len='auto'" if name == "patch_len" else "")
+            )
     if patch_len != AUTO:
         return patch_len, patch_stride
     if per_step_only or downsample is not None:
