@@ -249,7 +249,7 @@ def _dask_rows(client, cells: list[Cell], threads: int | None):
 
     futures = {client.submit(_run_in_worker, cell, threads, key=f"tsrep-cell-{cell.key}"): cell for cell in cells}
     try:
-        for future in as_completed(list(futures)):
+        for future in as_completed(list(futures), loop=client.loop):
             cell = futures.pop(future)
             try:
                 row = future.result()
