@@ -8,8 +8,9 @@ layer instead of being learned independently. :func:`tsrep.analysis.attention_ma
 evolved logits of every attention layer for one series; :func:`tsrep.analysis.plot_attention_maps` draws them,
 one row per layer and one column per head.
 
-A tiny EA-DC-Transformer is trained for eight epochs (at a high learning rate) on GunPoint (150 steps; the default ``patch_len="auto"``
-turns them into overlapping patches of 8 steps every 4 steps, so the maps are 38 x 38).
+A tiny EA-DC-Transformer is trained for eight epochs (at a high learning rate) on GunPoint. Its series have 150
+steps; the default ``patch_len="auto"`` turns them into overlapping patches of 8 steps every 4 steps, so the maps
+are 38 x 38.
 """
 
 from aeon.datasets import load_gunpoint
