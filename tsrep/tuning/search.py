@@ -26,9 +26,46 @@ class TSRepSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     ``fit(X, y)`` runs :func:`tsrep.tuning.tune` on (X, y) only (validation split or ``cv`` folds
     carved from it), so the object can sit inside ``cross_val_score`` or a ``Pipeline`` without
-    seeing the outer test data. Parameters are those of :func:`~tsrep.tuning.tune`; ``storage=None``
-    means in-memory here (every clone made by ``cross_val_score`` gets its own study); give a URL
-    and ``study_name`` to keep the study. ``random_state`` seeds the validation split and the sampler.
+    seeing the outer test data.
+
+    Parameters
+    ----------
+    estimator : tsrep estimator
+        The estimator to tune; parameters outside the search space keep its values.
+    search_space : dict or None, default=None
+        Overrides of the paper's search space: per parameter a fixed value, a list of choices or a
+        range ``{"low": a, "high": b}`` (see :func:`~tsrep.tuning.tune`).
+    continuous : bool, default=False
+        Search the continuous box around the paper's grid of alpha, beta and p.
+    default_space : bool, default=True
+        Start from the paper's space; False tunes only ``search_space``.
+    n_trials : int, default=10
+        Trials per ``fit``.
+    timeout : float or None, default=None
+        Seconds after which no new trial starts.
+    max_trials : int or None, default=None
+        Cap on the study's finished trials, shared by every worker of a stored study.
+    cv : int, cross-validation splitter or None, default=None
+        Score each trial by these folds of the data given to ``fit``; None: one validation split.
+    validation_size : float, default=0.2
+        Share of the data given to ``fit`` held out to score trials (without ``cv``).
+    scoring : str, callable or None, default=None
+        scikit-learn scorer; None uses the estimator's ``score``.
+    pruner : optuna.pruners.BasePruner or None, default=None
+        None: :func:`~tsrep.tuning.default_pruner`.
+    sampler : optuna.samplers.BaseSampler or None, default=None
+        None: TPE seeded with ``random_state``.
+    storage : str, optuna storage or None, default=None
+        None keeps the study in memory (every clone made by ``cross_val_score`` gets its own); give
+        a URL and ``study_name`` to keep it.
+    study_name : str or None, default=None
+        Name of a stored study.
+    load_if_exists : bool, default=False
+        Continue a stored study of that name.
+    random_state : int or None, default=0
+        Seed of the validation split (or folds) and of the sampler.
+    show_progress_bar : bool, default=False
+        Optuna's progress bar.
 
     Attributes
     ----------
