@@ -29,6 +29,7 @@ DOCTESTED = [
     "tsrep.tuning.tune",
     "tsrep.tuning.TSRepSearchCV",
     "tsrep.data.load_archive",
+    "tsrep.models.get_model",
 ]
 PUBLIC_MODULES = ["tsrep", "tsrep.estimators", "tsrep.data", "tsrep.tuning", "tsrep.benchmarks", "tsrep.analysis",
                   "tsrep.training", "tsrep.backbones", "tsrep.nn"]

@@ -164,6 +164,15 @@ def get_model(name: str, task: str, **params):
 
     params are constructor parameters; those the model does not take raise ValueError naming them
     (e.g. alpha for an LSTM), as does a value that contradicts a defining parameter.
+
+    Examples
+    --------
+    >>> from tsrep.models import get_model
+    >>> model = get_model("dc-transformer", "classification", d_model=32)
+    >>> type(model).__name__, model.alpha, model.beta, model.d_model
+    ('EADCTransformerClassifier', 0.0, 0.0, 32)
+    >>> type(get_model("gru", "regression")).__name__
+    'BackboneRegressor'
     """
     spec = model_spec(name)
     cls = model_class(spec.name, task)
