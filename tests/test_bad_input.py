@@ -501,20 +501,42 @@ def test_python_m_tsrep_usage_errors(capsys, argv, message):
     assert message in _usage_error(main, argv, capsys)
 
 
-def test_tsrep_benchmark_unknown_config(capsys):
+@pytest.mark.parametrize("argv, message", [
+    (["--config", "no-such-config"], "no config named 'no-such-config'"),
+    (["--jobs", "0"], "argument --jobs: must be a positive integer, got '0'"),
+    (["--threads", "0"], "argument --threads: must be a positive integer, got '0'"),
+    (["--device", "bogus"], "device 'bogus' is not a device"),
+    (["--out", "{file}/results"], "cannot create or write the output directory"),
+    (["--out", "{damaged}", "--report-only"], "Move it aside"),
+], ids=["unknown config", "zero jobs", "zero threads", "bad device", "out below a file", "damaged results store"])
+def test_tsrep_benchmark_refuses_up_front(capsys, tmp_path, argv, message):
     from tsrep.benchmarks.cli import main
 
-    assert main(["--config", "no-such-config"]) == 2
-    assert "no config named 'no-such-config'" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "results.sqlite").write_bytes(b"SQLite format 3\x00 cut short")
+    argv = [a.format(file=tmp_path / "file", damaged=tmp_path / "damaged") for a in argv]
+    try:
+        code = main(["--config", "quick", *argv] if argv[0] != "--config" else argv)
+    except SystemExit as exited:
+        code = exited.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--dataset", "Nope", "--n-trials", "1"], "unknown dataset 'Nope'"),
     (["--dataset", "BasicMotions", "--set", "nonsense"], "--set expects NAME=VALUE"),
-], ids=["unknown dataset", "malformed --set"])
-def test_tsrep_tune_usage_errors(capsys, argv, message):
+    (["--dataset", "BasicMotions", "--n-trials", "1", "--search-space", "{missing}"], "does not exist"),
+    (["--dataset", "BasicMotions", "--n-trials", "1", "--output", "{file}/out"], "cannot be created or written"),
+], ids=["unknown dataset", "malformed --set", "missing search space", "output below a file"])
+def test_tsrep_tune_usage_errors(capsys, tmp_path, argv, message):
     from tsrep.tuning.cli import main
 
+    (tmp_path / "file").write_text("x")
+    argv = [a.format(missing=tmp_path / "space.yaml", file=tmp_path / "file") for a in argv]
+    argv += ["--storage", f"sqlite:///{tmp_path / 'studies.db'}"]
     try:
         code = main(argv)
     except SystemExit as exited:
@@ -526,10 +548,25 @@ def test_tsrep_tune_usage_errors(capsys, argv, message):
 @pytest.mark.parametrize("options, message", [
     ({"n_trials": 0}, "n_trials must be a positive integer or None, got 0"),
     ({"n_trials": 1, "search_space": ["d_model"]}, "search_space must be a dict of parameter name -> spec, got list"),
-], ids=["zero trials", "search space of a list"])
+    ({"n_trials": 1, "y": Y[:6]}, "X and y must hold the same number of cases: X has 8, y has 6"),
+], ids=["zero trials", "search space of a list", "y of another length"])
 def test_tune_api_names_a_bad_option(options, message):
     from tsrep.tuning import tune
 
+    y = options.pop("y", Y)
     with pytest.raises(ValueError) as raised:
-        tune(EADCTransformerClassifier(**TINY), X, Y, storage="sqlite:///:memory:", **options)
+        tune(EADCTransformerClassifier(**TINY), X, y, storage="sqlite:///:memory:", **options)
     assert message in str(raised.value)
+
+
+# ----------------------------------------------------------------------------- what must be accepted
+def test_numpy_integers_are_accepted_as_parameters_and_in_grid_search():
+    from sklearn.model_selection import GridSearchCV
+
+    params = {**TINY, "d_model": np.int64(8), "n_heads": np.int32(2), "n_blocks": np.int64(1),
+              "batch_size": np.int64(4), "max_epochs": np.int64(1), "random_state": np.int64(0)}
+    model = EADCTransformerClassifier(**params).fit(X, Y)
+    assert model.module_.encoder.d_model == 8
+    search = GridSearchCV(EADCTransformerClassifier(**TINY), {"d_model": np.array([8, 12])}, cv=2,
+                          error_score="raise").fit(X, Y)
+    assert search.best_params_["d_model"] in (8, 12)

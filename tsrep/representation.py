@@ -178,7 +178,8 @@ class TSRepEncoder(BaseCollectionTransformer):
     spans per variable, Eq. 7-8); ``transform(X)`` returns one pooled vector per series,
     ``(n_cases, d_model)`` (``(n_cases, d_model * max_len)`` with pooling="flatten"), so it feeds any
     scikit-learn model in a Pipeline. Input as the tsrep estimators: 3-D array, 2-D array
-    (univariate) or a list of 2-D arrays of unequal length; NaN is interpolated.
+    (univariate) or a list of 2-D arrays of unequal length; NaN is interpolated (in a 3-D array, trailing steps
+    where every channel is NaN are padding).
 
     Parameters
     ----------

@@ -16,7 +16,8 @@ class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
     __doc__ = (
         "Time series classifier: EA-DC-Transformer, mean-pooled, MLP head, cross-entropy (Wang et al., TPAMI 2023, Eq. 10).\n\n"
         "Takes a 3-D array (n_cases, n_channels, n_timepoints), a 2-D array (univariate) or a list of\n"
-        "2-D arrays (unequal length, handled with padding masks). Missing values are interpolated.\n"
+        "2-D arrays (unequal length, handled with padding masks). Missing values are interpolated; in a\n"
+        "3-D array, trailing steps where every channel is NaN are padding (the series ends before them).\n"
         + EADCTransformerMixin.__doc__
         + """
     Attributes
