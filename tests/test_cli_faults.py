@@ -139,9 +139,9 @@ def test_bad_benchmark_settings_are_refused_before_any_cell(tmp_path, capsys):
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory")
     cases = [
-        (["--out", str(a_file / "out")], f"cannot create or write the output directory '{a_file / 'out'}'"),
-        (["--out", str(a_file)], f"the output directory '{a_file}' is a file"),
-        (["--out", "/proc/tsrep-out"], "cannot create or write the output directory '/proc/tsrep-out'"),
+        (["--out", str(a_file / "out")], f"--out='{a_file / 'out'}' cannot be created or written (Not a directory)"),
+        (["--out", str(a_file)], f"--out='{a_file}' is a file, not a directory"),
+        (["--out", "/proc/tsrep-out"], "--out='/proc/tsrep-out' cannot be created or written"),
         (["--device", "bogus"], "--device: device 'bogus' is not a device: use auto, cpu, cuda, cuda:N or mps"),
     ]
     for args, message in cases:
@@ -264,8 +264,8 @@ def test_tune_cli_bad_output_and_search_space_are_refused_before_any_trial(tmp_p
     listed.write_text("- 1\n- 2\n")
     db = tmp_path / "study.db"
     cases = [
-        (["--output", str(a_file / "out"), "--search-space", str(good)], f"--output '{a_file / 'out'}' cannot be created"),
-        (["--output", str(a_file), "--search-space", str(good)], f"--output '{a_file}' is a file"),
+        (["--output", str(a_file / "out"), "--search-space", str(good)], f"--output='{a_file / 'out'}' cannot be created"),
+        (["--output", str(a_file), "--search-space", str(good)], f"--output='{a_file}' is a file, not a directory"),
         (["--search-space", str(broken)], f"--search-space '{broken}' is not valid YAML (line 3, column 1)"),
         (["--search-space", str(binary)], f"--search-space '{binary}' is not a text file"),
         (["--search-space", str(listed)], "must hold a mapping of parameter -> spec, got a list"),

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -121,14 +120,12 @@ def _override(raw: dict, args) -> dict:
 
 def _output_problem(out: Path) -> str | None:
     """Why the output directory cannot be written (None when it can), found before any cell runs."""
-    if out.exists() and not out.is_dir():
-        return f"the output directory {str(out)!r} is a file; give --out a directory"
+    from tsrep.training.resume import check_writable_directory
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
+        check_writable_directory(out, "--out")
     except OSError as err:
-        return f"cannot create or write the output directory {str(out)!r} ({err.strerror or err}); give --out another one"
+        return str(err)
     return None
 
 

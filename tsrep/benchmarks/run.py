@@ -14,6 +14,10 @@ Protocol of one cell (dataset, model, seed):
 
 Every fit also carves its own early-stopping split from what it is given (the estimators'
 ``validation_fraction``), as the estimators always do.
+
+Where cells run: in this process (``jobs=1``), in ``jobs`` joblib worker processes, which end within a
+second of a killed parent, or on the workers of a Dask cluster (``scheduler="tcp://host:8786"``,
+dask.distributed's Client and as_completed). Workers return rows; only this process writes them.
 """
 
 from __future__ import annotations
@@ -300,11 +304,32 @@ def run_benchmark(
 ) -> tuple[ResultStore, list[Cell]]:
     """Run every cell of `cfg` not already in the results store; returns the store and all cells.
 
-    store: a ResultStore, an SQLAlchemy URL (``postgresql://user@host/db``) or an SQLite path;
-    default ``cfg.store``, else ``out_dir/results.sqlite``.
-    scheduler: the address of a Dask scheduler (``tcp://host:8786``) or a ``distributed.Client``;
-    default ``cfg.scheduler``; None runs the cells on this machine, ``jobs`` processes at once.
-    Only this process writes to the store: workers return their rows.
+    Parameters
+    ----------
+    cfg : BenchmarkConfig
+        The models, datasets, seeds and protocol.
+    out_dir : str or path-like
+        The output directory; the default store is ``out_dir/results.sqlite``.
+    jobs : int, default 1
+        Cells run at once on this machine (joblib processes); 1 with a scheduler.
+    device : str, default "auto"
+        Device of every cell's fits.
+    threads : int or None
+        Torch threads per cell; None: the CPU cores over `jobs` (on a Dask worker: its cores over its threads).
+    progress : bool, default True
+        Show a progress bar.
+    scheduler : str, distributed.Client or None
+        The address of a Dask scheduler (``tcp://host:8786``) or a client of one; None: ``cfg.scheduler``,
+        and when that is None too the cells run on this machine. Only this process writes to the store.
+    store : ResultStore, str, path-like or None
+        An SQLAlchemy URL (``postgresql://user@host/db``), an SQLite path or a store; None: ``cfg.store``,
+        else ``out_dir/results.sqlite``.
+    scheduler_timeout : float, default 10
+        Seconds to wait for the scheduler before SchedulerError.
+
+    Returns
+    -------
+    (ResultStore, list of Cell)
     """
     from tqdm.auto import tqdm
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -111,14 +110,12 @@ def read_search_space(path: Path) -> dict:
 
 def check_output(output: Path) -> None:
     """Refuse an output directory that cannot be written before any trial runs (not after all of them)."""
-    if output.exists() and not output.is_dir():
-        raise CLIError(f"--output {str(output)!r} is a file; give a directory")
+    from tsrep.training.resume import check_writable_directory
+
     try:
-        output.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=output):
-            pass
+        check_writable_directory(output, "--output")
     except OSError as e:
-        raise CLIError(f"--output {str(output)!r} cannot be created or written ({e.strerror or e})") from None
+        raise CLIError(str(e)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
