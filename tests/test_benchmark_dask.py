@@ -147,3 +147,8 @@ def test_unreachable_scheduler_is_a_quick_one_line_error(tmp_path, capsys):
     assert f"cannot reach the Dask scheduler at '{address}' within 2 s" in errors[0]
     assert seconds < 20, seconds  # gives up after the 2 s asked for (and a moment to read the config)
     assert not ResultStore(tmp_path / "out" / "results.sqlite").frame().shape[0]  # nothing stored as if run
+    # The config's scheduler key does what the flag does.
+    config.write_text(yaml.safe_dump({**yaml.safe_load(config.read_text()), "scheduler": address}))
+    assert cli_main(["--config", str(config), "--out", str(tmp_path / "out"), "--scheduler-timeout", "1",
+                     "--quiet", "--no-plots"]) == 2
+    assert f"cannot reach the Dask scheduler at '{address}' within 1 s" in capsys.readouterr().err

@@ -88,6 +88,8 @@ def test_every_model_builds_for_both_tasks_and_bad_names_are_clear():
         ({"seeds": ["zero"]}, "seeds"),
         ({"selection": {"validation_fraction": 1.5}}, "validation_fraction"),
         ({"models": []}, "'models' must be a non-empty list"),
+        ({"scheduler": 8786}, "'scheduler' must be a non-empty string"),
+        ({"store": ""}, "'store' must be a non-empty string"),
     ],
 )
 def test_malformed_configs_are_clear_errors(over, match):
