@@ -222,3 +222,11 @@ def test_baseline_encoder_and_fit_classifier_take_callbacks(data, tmp_path):
     logs = [c[2] for c in rec.calls if c[0] == "epoch"]
     assert [entry["val_score"] for entry in logs] == history.eval_accuracy
     assert [entry["train_loss"] for entry in logs] == history.train_loss
+
+
+def test_a_tuning_config_of_an_estimator_with_callbacks_leaves_them_out(tmp_path):
+    from tsrep.tuning import load_config, save_config
+
+    est = EADCTransformerClassifier(**TINY, callbacks=[CSVLogger(tmp_path / "log.csv")])
+    loaded = load_config(save_config(est, tmp_path / "best.yaml"))
+    assert loaded.callbacks is None and loaded.get_params()["d_model"] == 8

@@ -173,9 +173,10 @@ def read_model_file(path) -> tuple[dict, dict[str, torch.Tensor]]:
     st = _safetensors()
     try:
         tensors = st.torch.load(raw)  # raw tensor bytes: nothing in the file can run
-        with st.safe_open(str(path), framework="pt", device="cpu") as f:
-            metadata = f.metadata() or {}
-    except Exception as exc:  # SafetensorError, OSError: not safetensors, truncated, corrupt
+        # The metadata from the same bytes (not the file again, which a concurrent save may have replaced).
+        n = int.from_bytes(raw[:8], "little")
+        metadata = json.loads(raw[8 : 8 + n]).get("__metadata__") or {}
+    except Exception as exc:  # SafetensorError, ValueError: not safetensors, truncated, corrupt
         raise ModelFileError(
             f"{str(path)!r} is not a readable tsrep model file (not safetensors, truncated or corrupt: {exc})"
         ) from exc

@@ -8,13 +8,17 @@ et al., "InceptionTime: Finding AlexNet for Time Series Classification", 2020).
 
 from __future__ import annotations
 
+import json
+import numbers
 from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
+from tsrep._io import atomic_write
 from tsrep.estimators._common import seed_from
+from tsrep.training.resume import check_writable_directory
 
 
 def member_seeds(random_state, n: int) -> list[int]:
@@ -34,8 +38,11 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
     checkpoint_dir: member i resumes from and writes to ``<checkpoint_dir>/member-<i>``.
     """
     template = clone(est).set_params(n_estimators=1, n_jobs=1, warm_start=False)
+    seeds = member_seeds(est.random_state, est.n_estimators)
+    if est.checkpoint_dir is not None and not isinstance(est.random_state, numbers.Integral):
+        seeds = _resumable_seeds(Path(est.checkpoint_dir), seeds)
     members = []
-    for i, seed in enumerate(member_seeds(est.random_state, est.n_estimators)):
+    for i, seed in enumerate(seeds):
         own = {"random_state": seed}
         if est.checkpoint_dir is not None:
             own["checkpoint_dir"] = str(Path(est.checkpoint_dir) / f"member-{i}")
@@ -47,6 +54,22 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
     return Parallel(n_jobs=est._n_jobs)(
         delayed(_fit_member)(m, X, y, sample_weight, i) for i, m in enumerate(members)
     )
+
+
+def _resumable_seeds(directory: Path, drawn: list[int]) -> list[int]:
+    """The member seeds recorded in `directory` (a resumed ensemble of drawn seeds reuses them), or
+    `drawn`, recorded there for the next fit."""
+    path = directory / "member-seeds.json"
+    if path.is_file():
+        try:
+            seeds = json.loads(path.read_text())
+        except ValueError as exc:
+            raise ValueError(f"{str(path)!r} is corrupt ({exc}); delete it or give another checkpoint_dir") from exc
+        if isinstance(seeds, list) and len(seeds) == len(drawn) and all(isinstance(s, int) for s in seeds):
+            return seeds
+    check_writable_directory(directory)
+    atomic_write(path, lambda f: f.write(json.dumps(drawn).encode()))
+    return drawn
 
 
 def mean_of(values: list[np.ndarray]) -> np.ndarray:

@@ -8,8 +8,9 @@ is any object with at least one of these methods (:class:`Callback` has all thre
     Before the first epoch. ``info`` is a dict: ``"model"`` (the network being trained),
     ``"epochs"`` (the epoch budget), ``"start_epoch"`` (0, or the first epoch still to run when a fit
     resumes from a checkpoint), ``"params"`` (the estimator's parameters, or the loop's settings),
-    ``"member"`` (index of the seed-ensemble member, or None), ``"phase"`` ("train" or "pretrain")
-    and, in the estimators' supervised training, ``"make_scorer"``: ``make_scorer(X, y)`` returns a
+    ``"member"`` (index of the seed-ensemble member, or None), ``"phase"`` ("train" or "pretrain"),
+    ``"estimator"`` (the estimator being fitted; absent in ``fit_classifier``) and, in the
+    estimators' supervised training, ``"make_scorer"``: ``make_scorer(X, y)`` returns a
     function of no argument that scores the network as it stands on (X, y) with the estimator's
     validation score (accuracy, or minus the MSE), for pruning or logging on data of one's own.
 ``on_epoch_end(epoch, logs)``

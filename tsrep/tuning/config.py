@@ -134,7 +134,8 @@ def _yaml_value(name, value):
 
 
 def config_dict(estimator, **extra) -> dict:
-    params = estimator.get_params(deep=False)
+    # callbacks follow a run (loggers, pruning); they are not configuration and are objects YAML cannot hold.
+    params = {k: v for k, v in estimator.get_params(deep=False).items() if k != "callbacks"}
     cls = type(estimator)
     if MODEL_CLASSES.get(cls.__name__) is not cls:
         raise ConfigError(
