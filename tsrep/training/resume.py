@@ -4,7 +4,9 @@ checkpoint directory, written after every epoch.
 ``<checkpoint_dir>/train-state.pt`` holds the model, optimiser and learning-rate schedule states, the
 RNG states (torch, CUDA when training on a GPU, numpy's and Python's global generators, and the data
 shuffling generator), the epoch, the history, the early-stopping bookkeeping and the best weights so far.
-It is written atomically (tsrep._io: a killed run leaves the previous epoch's complete state), by rank
+A resumed fit sets all of these, numpy's and Python's global generators included, to their state at the end
+of the last finished epoch, as an uninterrupted run would have them. It is written atomically
+(tsrep._io: a killed run leaves the previous epoch's complete state), by rank
 0 only under data parallelism, and read with ``torch.load(weights_only=True)`` (tensors, numbers and
 strings only: no pickled code runs).
 
