@@ -337,6 +337,30 @@ def test_corrupt_checkpoint_contents_are_named(encoder_path, tmp_path, changes, 
         TSRepEncoder.load(path)
 
 
+def test_saved_encoder_whose_standardisation_holds_nan_is_refused(tmp_path):
+    encoder = TSRepEncoder(**TINY_ENCODER).fit(X)
+    encoder.standardizer_.std_ = np.array([1.0, np.nan])
+    path = encoder.save(tmp_path / "nan.pt")
+    with pytest.raises(ValueError, match=r"its standardisation std must hold positive finite numbers"):
+        TSRepEncoder.load(path)
+    with pytest.raises(ValueError, match=r"its standardisation std must hold positive finite numbers"):
+        EADCTransformerClassifier(pretrained_encoder=str(path), **{
+            k: v for k, v in TINY.items() if k not in ("d_model", "n_heads", "p")}).fit(X, Y)
+
+
+def test_network_answering_nan_is_an_error_not_an_answer():
+    model = EADCTransformerClassifier(**TINY).fit(X, Y)
+    with torch.no_grad():
+        next(model.module_.parameters()).fill_(float("nan"))
+    with pytest.raises(ValueError, match=r"the network's outputs for X case\(s\) 0, 1, 2 are NaN or infinite"):
+        model.predict_proba(X[:3])
+    encoder = TSRepEncoder(**TINY_ENCODER).fit(X)
+    with torch.no_grad():
+        next(encoder.encoder_.parameters()).fill_(float("nan"))
+    with pytest.raises(ValueError, match=r"the network's outputs for X case\(s\) 0 are NaN or infinite"):
+        encoder.transform(X[:1])
+
+
 def test_checkpoint_of_other_channel_count_is_named(encoder_path):
     with pytest.raises(ValueError, match=r"was pretrained on 2 channel\(s\), but X has 1"):
         EADCTransformerClassifier(pretrained_encoder=str(encoder_path), **{
@@ -506,16 +530,23 @@ def test_python_m_tsrep_usage_errors(capsys, argv, message):
     (["--jobs", "0"], "argument --jobs: must be a positive integer, got '0'"),
     (["--threads", "0"], "argument --threads: must be a positive integer, got '0'"),
     (["--device", "bogus"], "device 'bogus' is not a device"),
-    (["--out", "{file}/results"], "cannot create or write the output directory"),
+    (["--out", "{file}/results"], "(Not a directory)"),
     (["--out", "{damaged}", "--report-only"], "Move it aside"),
-], ids=["unknown config", "zero jobs", "zero threads", "bad device", "out below a file", "damaged results store"])
+    (["--config", "{bad_config}", "--out", "{out}"], "model 'ea-dc-transformer' on GunPoint: d_model must be a positive"),
+], ids=["unknown config", "zero jobs", "zero threads", "bad device", "out below a file", "damaged results store",
+        "bad d_model in a config"])
 def test_tsrep_benchmark_refuses_up_front(capsys, tmp_path, argv, message):
     from tsrep.benchmarks.cli import main
 
     (tmp_path / "file").write_text("x")
     (tmp_path / "damaged").mkdir()
     (tmp_path / "damaged" / "results.sqlite").write_bytes(b"SQLite format 3\x00 cut short")
-    argv = [a.format(file=tmp_path / "file", damaged=tmp_path / "damaged") for a in argv]
+    (tmp_path / "bad.yaml").write_text(
+        "name: bad\ndatasets: [GunPoint]\nmodels: [ea-dc-transformer]\nseeds: [0]\nparams: {d_model: 0}\n"
+        "data: {offline: true}\n"
+    )
+    argv = [a.format(file=tmp_path / "file", damaged=tmp_path / "damaged", bad_config=tmp_path / "bad.yaml",
+                     out=tmp_path / "out") for a in argv]
     try:
         code = main(["--config", "quick", *argv] if argv[0] != "--config" else argv)
     except SystemExit as exited:
@@ -530,12 +561,15 @@ def test_tsrep_benchmark_refuses_up_front(capsys, tmp_path, argv, message):
     (["--dataset", "BasicMotions", "--set", "nonsense"], "--set expects NAME=VALUE"),
     (["--dataset", "BasicMotions", "--n-trials", "1", "--search-space", "{missing}"], "does not exist"),
     (["--dataset", "BasicMotions", "--n-trials", "1", "--output", "{file}/out"], "cannot be created or written"),
-], ids=["unknown dataset", "malformed --set", "missing search space", "output below a file"])
+    (["--dataset", "BasicMotions", "--n-trials", "1", "--search-space", "{malformed}"], "is not valid YAML (line 2"),
+], ids=["unknown dataset", "malformed --set", "missing search space", "output below a file", "malformed search space"])
 def test_tsrep_tune_usage_errors(capsys, tmp_path, argv, message):
     from tsrep.tuning.cli import main
 
     (tmp_path / "file").write_text("x")
-    argv = [a.format(missing=tmp_path / "space.yaml", file=tmp_path / "file") for a in argv]
+    (tmp_path / "malformed.yaml").write_text("d_model: [8, 16\n")
+    argv = [a.format(missing=tmp_path / "space.yaml", file=tmp_path / "file", malformed=tmp_path / "malformed.yaml")
+            for a in argv]
     argv += ["--storage", f"sqlite:///{tmp_path / 'studies.db'}"]
     try:
         code = main(argv)
