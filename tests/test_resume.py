@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import torch
 from aeon.datasets import load_basic_motions
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 from tsrep.estimators.backbone import BackboneRegressor
-from tsrep.training.callbacks import Callback, CSVLogger
+from tsrep.training.callbacks import Callback, CSVLogger, TensorBoardLogger
 from tsrep.training.resume import STATE_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ KILLED_FIT = textwrap.dedent(
     from aeon.datasets import load_basic_motions
 
     from tsrep import EADCTransformerClassifier
-    from tsrep.training.callbacks import Callback, CSVLogger
+    from tsrep.training.callbacks import Callback, CSVLogger, TensorBoardLogger
 
 
     class KillAt(Callback):  # SIGKILL at the end of epoch 3 (of 6), before that epoch's checkpoint
@@ -51,7 +52,7 @@ KILLED_FIT = textwrap.dedent(
     torch.set_num_threads(1)
     X, y = load_basic_motions(split="train")
     out, params = sys.argv[1], json.loads(sys.argv[2])
-    EADCTransformerClassifier(**params, checkpoint_dir=f"{out}/ckpt", callbacks=[CSVLogger(f"{out}/log.csv"), KillAt()]).fit(X, y)
+    EADCTransformerClassifier(**params, checkpoint_dir=f"{out}/ckpt", callbacks=[CSVLogger(f"{out}/log.csv"), TensorBoardLogger(f"{out}/tb"), KillAt()]).fit(X, y)
     raise SystemExit("not killed")
     """
 )
@@ -82,7 +83,8 @@ def test_a_fit_killed_mid_training_resumes_and_ends_with_the_uninterrupted_model
     try:
         starts = Starts()
         resumed = EADCTransformerClassifier(
-            **KILL_PARAMS, checkpoint_dir=tmp_path / "ckpt", callbacks=[CSVLogger(tmp_path / "log.csv"), starts]
+            **KILL_PARAMS, checkpoint_dir=tmp_path / "ckpt",
+            callbacks=[CSVLogger(tmp_path / "log.csv"), TensorBoardLogger(tmp_path / "tb"), starts],
         ).fit(X, y)
         full = EADCTransformerClassifier(**KILL_PARAMS).fit(X, y)
     finally:
@@ -94,6 +96,11 @@ def test_a_fit_killed_mid_training_resumes_and_ends_with_the_uninterrupted_model
     # The log holds each epoch once: rows of epochs redone after the kill are not repeated.
     rows = (tmp_path / "log.csv").read_text().splitlines()
     assert [int(r.split(",")[0]) for r in rows[1:]] == [0, 1, 2, 3, 4, 5]
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    losses = events.Scalars("train_loss")  # epoch 3 was logged before the kill, then purged and logged again
+    assert [e.step for e in losses] == [0, 1, 2, 3, 4, 5]
+    assert [e.value for e in losses] == pytest.approx(full.history_.train_loss, rel=1e-6)
 
 
 class CrashAt(Callback):

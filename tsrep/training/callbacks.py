@@ -231,7 +231,8 @@ class TensorBoardLogger(Callback):
     """Every numeric value of ``logs`` as a TensorBoard scalar (tag = its name, step = the epoch),
     with ``torch.utils.tensorboard.SummaryWriter``. Needs the ``tensorboard`` package
     (``pip install tsrep[tensorboard]``). Rank 0 only under data parallelism; seed-ensemble members
-    write to ``<log_dir>/member-<i>``.
+    write to ``<log_dir>/member-<i>``. A fit resumed from a checkpoint purges the events of the epochs
+    it runs again.
 
     Parameters
     ----------
@@ -263,7 +264,9 @@ class TensorBoardLogger(Callback):
         log_dir = Path(self.log_dir)
         if info.get("member") is not None:
             log_dir = log_dir / f"member-{info['member']}"
-        self._writer = SummaryWriter(log_dir=str(log_dir))
+        # A resumed fit: events of the epochs it runs again (logged before a crash) are dropped.
+        start = int(info.get("start_epoch", 0))
+        self._writer = SummaryWriter(log_dir=str(log_dir), purge_step=start if start > 0 else None)
 
     def on_epoch_end(self, epoch: int, logs: dict) -> None:
         if self._writer is None:
