@@ -8,16 +8,22 @@ from torch import nn
 
 from tsrep.backbones.dc_transformer import DCTransformerEncoder
 from tsrep.nn import SequencePooling
+from tsrep.nn.augmentation import SeriesAugmentation
 
 
 class SeriesModel(nn.Module):
-    """Encoder -> pooling -> head. Regression: a linear head (Eq. 9); classification: an MLP (Eq. 10).
+    """[Augmentation ->] encoder -> pooling -> head. Regression: a linear head (Eq. 9); classification: an
+    MLP (Eq. 10). `augmentation` (tsrep.nn.augmentation; None: none) distorts batches in training mode only.
 
     forward(x (B, T, C), valid (B, T)) -> (B, n_outputs)
     """
 
-    def __init__(self, encoder: DCTransformerEncoder, n_outputs: int, task: str, pooling: str, dropout: float):
+    def __init__(
+        self, encoder: DCTransformerEncoder, n_outputs: int, task: str, pooling: str, dropout: float,
+        augmentation=None,
+    ):
         super().__init__()
+        self.augment = SeriesAugmentation(augmentation) if augmentation else None
         self.encoder = encoder
         # One pooled row per token: n_positions tokens when the encoder has a patch front end.
         self.pool = SequencePooling(pooling, getattr(encoder, "n_positions", encoder.max_len))
@@ -31,6 +37,9 @@ class SeriesModel(nn.Module):
             )
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        augment = getattr(self, "augment", None)  # absent in models pickled before augmentation existed
+        if augment is not None:
+            x = augment(x, valid)
         z = self.encoder(x, valid)
         if valid is not None and z.shape[1] != valid.shape[1]:
             valid = self.encoder.token_valid(valid)  # patch / downsampling front end: tokens, not steps

@@ -156,6 +156,11 @@ class EADCTransformerMixin:
         Loss weight per class: "balanced" is n_cases / (n_classes * class count) (scikit-learn's
         rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
         ``fit``; the product is scaled to mean 1 over TRAIN. Classification only.
+    augmentation : None, str or sequence of str, default=None
+        Random label-preserving distortions of every training batch (tsrep.nn.augmentation):
+        "window_slice" (a random 90 % window stretched back to full length), "scaling" (x N(1, 0.1^2)
+        per case and channel), "jitter" (N(0, 0.05^2) noise per step), applied in that order; never
+        at prediction. Helps most on small training sets (see the documentation's training recipe).
     grad_clip : float or None, default=4.0
     n_estimators : int >= 1, default=1
         Seed ensemble: members identical but for their seed (drawn from random_state), class
@@ -260,6 +265,7 @@ class EADCTransformerMixin:
         lr_schedule="onecycle",
         label_smoothing=0.0,
         class_weight=None,
+        augmentation=None,
         grad_clip=4.0,
         n_estimators=1,
         n_jobs=1,
@@ -313,6 +319,7 @@ class EADCTransformerMixin:
         self.lr_schedule = lr_schedule
         self.label_smoothing = label_smoothing
         self.class_weight = class_weight
+        self.augmentation = augmentation
         self.grad_clip = grad_clip
         self.n_estimators = n_estimators
         self.n_jobs = n_jobs
@@ -455,7 +462,7 @@ class EADCTransformerMixin:
     def _build_model(self, n_outputs: int) -> SeriesModel:
         if getattr(self, "encoder_config_", None) is not None:  # architecture of a pretrained checkpoint
             encoder = apply_cost_options(self, build_encoder(self.encoder_config_))
-            return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout)
+            return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout, self.augmentation)
         encoder = DCTransformerEncoder(
             in_channels=self.n_channels_,
             max_len=self.max_len_,
@@ -478,7 +485,9 @@ class EADCTransformerMixin:
             patch_stride=self.patch_stride_,
             downsample=self.downsample,
         )
-        return SeriesModel(apply_cost_options(self, encoder), n_outputs, self._task, self.pooling, self.dropout)
+        return SeriesModel(
+            apply_cost_options(self, encoder), n_outputs, self._task, self.pooling, self.dropout, self.augmentation
+        )
 
     def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None, weights=None):
         """Fit one network. loss_fn(outputs, targets, weights); weights: per-case loss weights or None."""

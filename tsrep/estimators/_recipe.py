@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from tsrep.nn.augmentation import validate_augmentation
 from tsrep.training.schedules import check_lr_schedule
 
 #: ``validation_fraction="auto"`` holds out this share of TRAIN ...
@@ -56,6 +57,7 @@ def validate_recipe(est) -> None:
     nj = est.n_jobs
     if isinstance(nj, bool) or not isinstance(nj, numbers.Integral) or nj == 0:  # joblib: -1 all cores, ...
         raise ValueError(f"n_jobs must be a positive integer or -1 (all cores), got {nj!r}")
+    validate_augmentation(est.augmentation)
     cw = est.class_weight
     if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
         raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class: weight}}, got {cw!r}")

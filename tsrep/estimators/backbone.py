@@ -73,7 +73,7 @@ class _BackboneMixin:
         Transformer FFN width (None: 4 * d_model).
     dropout : float, default=0.1
     pooling, scaling, lr, batch_size, max_epochs, min_steps, validation_fraction, patience, optimizer,
-    optimizer_kwargs, weight_decay, lr_schedule, label_smoothing, class_weight, grad_clip, n_estimators,
+    optimizer_kwargs, weight_decay, lr_schedule, label_smoothing, class_weight, augmentation, grad_clip, n_estimators,
     n_jobs, device, random_state, verbose, callbacks, checkpoint_dir, warm_start :
         As EADCTransformerClassifier: the baselines train with the same recipe.
     norm : {None, "layer", "batch"}, default=None
@@ -119,6 +119,7 @@ class _BackboneMixin:
         lr_schedule="onecycle",
         label_smoothing=0.0,
         class_weight=None,
+        augmentation=None,
         grad_clip=4.0,
         n_estimators=1,
         n_jobs=1,
@@ -151,6 +152,7 @@ class _BackboneMixin:
         self.lr_schedule = lr_schedule
         self.label_smoothing = label_smoothing
         self.class_weight = class_weight
+        self.augmentation = augmentation
         self.grad_clip = grad_clip
         self.n_estimators = n_estimators
         self.n_jobs = n_jobs
@@ -191,7 +193,7 @@ class _BackboneMixin:
             self.backbone, self.n_channels_, self.max_len_, self.d_model, self.n_blocks, self.n_heads,
             self.kernel_size, self.dim_feedforward, self.dropout, self.norm,
         )
-        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout)
+        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout, self.augmentation)
 
     @classmethod
     def _get_test_params(cls, parameter_set="default"):

@@ -1,0 +1,80 @@
+"""Training-time augmentation (tsrep.nn.augmentation): what each transform does, padding, eval mode, estimators."""
+
+import numpy as np
+import pytest
+import torch
+
+from tsrep import EADCTransformerClassifier
+from tsrep.estimators import BackboneClassifier
+from tsrep.nn.augmentation import JITTER_STD, SCALING_STD, SeriesAugmentation, validate_augmentation, window_slice
+
+
+def test_names_are_put_in_application_order_and_bad_names_are_refused():
+    assert validate_augmentation(None) == ()
+    assert validate_augmentation("jitter") == ("jitter",)
+    assert validate_augmentation(["jitter", "window_slice"]) == ("window_slice", "jitter")
+    for bad in ("mixup", ["jitter", "jitter"], 3):
+        with pytest.raises(ValueError, match="augmentation"):
+            validate_augmentation(bad)
+
+
+def test_window_slice_of_a_ramp_is_a_ramp_over_a_random_90_percent_window():
+    torch.manual_seed(0)
+    length = 101
+    ramp = torch.arange(length, dtype=torch.float32)[None, :, None].repeat(64, 1, 1)  # (64, 101, 1)
+    out = window_slice(ramp, torch.full((64,), length))[..., 0]
+    keep = round(0.9 * length)
+    slope = (keep - 1) / (length - 1)
+    np.testing.assert_allclose(out[:, 1:] - out[:, :-1], slope, atol=1e-4)  # stretched, not shifted only
+    starts = out[:, 0]
+    assert torch.all(starts >= 0) and torch.all(starts <= length - keep)
+    assert torch.allclose(starts, starts.round())  # windows start on a step
+    assert len(set(starts.tolist())) > 3  # the window moves from case to case
+
+
+def test_window_slice_reads_each_series_within_its_own_length_and_padding_stays_zero():
+    torch.manual_seed(1)
+    lengths = torch.tensor([30, 12, 50])
+    x = torch.randn(3, 50, 2)
+    valid = torch.arange(50)[None] < lengths[:, None]
+    x[~valid] = 1e6  # anything read from padding would show
+    out = SeriesAugmentation("window_slice").train()(x, valid)
+    assert torch.all(out[~valid] == 0)
+    assert out[valid].abs().max() < 10
+    # A full window (fraction 1) is the identity on the valid steps.
+    same = window_slice(x, lengths, fraction=1.0)
+    assert torch.allclose(same[valid], x[valid])
+
+
+def test_scaling_and_jitter_have_the_documented_sizes():
+    torch.manual_seed(2)
+    x = torch.ones(4000, 20, 3)
+    scaled = SeriesAugmentation("scaling").train()(x)
+    factors = scaled[:, 0, :]
+    assert torch.allclose(scaled, factors[:, None, :].expand_as(scaled))  # one factor per case and channel
+    assert abs(factors.mean().item() - 1) < 0.01 and abs(factors.std().item() - SCALING_STD) < 0.01
+    noise = SeriesAugmentation("jitter").train()(x) - x
+    assert abs(noise.std().item() - JITTER_STD) < 0.002 and abs(noise.mean().item()) < 0.002
+
+
+def test_eval_mode_is_the_identity():
+    x = torch.randn(5, 40, 2)
+    assert torch.equal(SeriesAugmentation().eval()(x), x)
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: EADCTransformerClassifier(d_model=16, n_heads=2, n_blocks=1, **kw),
+    lambda **kw: BackboneClassifier(backbone="resnet", d_model=8, n_blocks=1, **kw),
+])
+def test_estimators_train_with_augmentation_and_predict_without(make):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 1, 40)).astype(np.float32)
+    y = np.array(["a", "b"] * 12)
+    kw = dict(max_epochs=3, min_steps=0, batch_size=8, random_state=0)
+    plain = make(**kw).fit(X, y)
+    augmented = make(augmentation=("window_slice", "scaling", "jitter"), **kw).fit(X, y)
+    # The batches differ, so training does; prediction is deterministic (no augmentation in eval mode).
+    assert plain.history_.train_loss != augmented.history_.train_loss
+    np.testing.assert_array_equal(augmented.predict_proba(X), augmented.predict_proba(X))
+    with pytest.raises(ValueError, match="augmentation"):
+        make(augmentation="cutout", **kw).fit(X, y)
