@@ -230,3 +230,14 @@ def test_a_tuning_config_of_an_estimator_with_callbacks_leaves_them_out(tmp_path
     est = EADCTransformerClassifier(**TINY, callbacks=[CSVLogger(tmp_path / "log.csv")])
     loaded = load_config(save_config(est, tmp_path / "best.yaml"))
     assert loaded.callbacks is None and loaded.get_params()["d_model"] == 8
+
+
+def test_an_unwritable_log_is_a_clear_error_and_loggers_started_before_it_are_closed(data, tmp_path):
+    X, y = data
+    a_file = tmp_path / "file"
+    a_file.write_text("keep me")
+    board = TensorBoardLogger(tmp_path / "tb")
+    ended = Recorder()
+    with pytest.raises(OSError, match="CSVLogger cannot write"):
+        EADCTransformerClassifier(**TINY, max_epochs=1, callbacks=[ended, board, CSVLogger(a_file / "log.csv")]).fit(X, y)
+    assert board._writer is None and ended.calls[-1][0] == "end" and a_file.read_text() == "keep me"

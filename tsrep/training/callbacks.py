@@ -41,6 +41,8 @@ import numbers
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from tsrep.training.distributed import broadcast_object, is_distributed, is_main_process
 
 HOOKS = ("on_fit_start", "on_epoch_end", "on_fit_end")
@@ -95,9 +97,6 @@ class CallbackList:
         self.callbacks = check_callbacks(callbacks, name)
         self.started = False
 
-    def __bool__(self) -> bool:
-        return bool(self.callbacks)
-
     def fit_start(self, info: dict) -> None:
         self.started = True
         for cb in self.callbacks:
@@ -110,7 +109,8 @@ class CallbackList:
         stop = False
         for cb in self.callbacks:
             hook = getattr(cb, "on_epoch_end", None)
-            if callable(hook) and hook(epoch, dict(logs)) is True:
+            answer = hook(epoch, dict(logs)) if callable(hook) else None
+            if isinstance(answer, (bool, np.bool_)) and answer:
                 stop = True
         if self.callbacks and is_distributed():
             stop = bool(broadcast_object(stop))
@@ -120,9 +120,9 @@ class CallbackList:
     def fitting(self, info: dict, history):
         """``fit_start(info)`` on entry and ``fit_end({"error": ..., "history": history})`` on exit, also
         when the block raises (then "error" is the exception, which propagates)."""
-        self.fit_start(info)
         logs = {"error": None, "history": history}
         try:
+            self.fit_start(info)  # inside: callbacks started before one that fails are ended too
             yield
         except BaseException as exc:
             logs["error"] = exc
