@@ -66,12 +66,12 @@ def wait_for(condition, seconds: float, what: str):
 # ----------------------------------------------------------------------------- benchmark CLI: SIGKILL
 
 
-def test_benchmark_killed_with_sigkill_resumes_without_losing_or_doubling_a_cell(tmp_path):
+def test_benchmark_killed_with_sigkill_resumes_without_losing_or_doubling_a_cell(tmp_path, capsys):
     config = benchmark_config(tmp_path / "faults.yaml")
     out = tmp_path / "out"
     db = out / "results.sqlite"
-    cmd = [sys.executable, "-m", "tsrep.benchmarks.cli", "--config", str(config), "--out", str(out), "--quiet",
-           "--no-plots", "--threads", "1"]
+    args = ["--config", str(config), "--out", str(out), "--quiet", "--no-plots", "--threads", "1"]
+    cmd = [sys.executable, "-m", "tsrep.benchmarks.cli", *args]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: len(stored_rows(db)) >= 1 or proc.poll() is not None, 180, "a finished cell")
@@ -82,13 +82,14 @@ def test_benchmark_killed_with_sigkill_resumes_without_losing_or_doubling_a_cell
     before = stored_rows(db)
     assert 1 <= len(before) < 4, before  # killed with cells finished and cells to do
 
-    resumed = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    code = benchmark_main(args)  # the same command again (here, in this process)
+    printed = capsys.readouterr()
+    assert code == 0, printed.out + printed.err
     after = stored_rows(db)
     assert len(after) == 4 and len({row[0] for row in after}) == 4  # every cell, each once
     assert all(row[1] == "ok" for row in after)
     assert set(before) <= set(after)  # the cells finished before the kill were kept, not run again
-    assert "4/4 cells done" in resumed.stdout
+    assert "4/4 cells done" in printed.out
 
 
 def test_a_benchmark_killed_with_sigkill_takes_its_worker_processes_with_it(tmp_path):
@@ -103,7 +104,14 @@ def test_a_benchmark_killed_with_sigkill_takes_its_worker_processes_with_it(tmp_
     try:
         def busy_workers():
             # Worker processes that have imported torch and are training (seconds of CPU time each).
-            found = [c for c in parent.children(recursive=True) if c.cpu_times().user > 4]
+            assert proc.poll() is None, "the benchmark ended before its workers trained"
+            found = []
+            for child in parent.children(recursive=True):
+                try:
+                    if child.cpu_times().user > 4:
+                        found.append(child)
+                except psutil.NoSuchProcess:
+                    pass
             return found if len(found) >= 2 else None
 
         wait_for(busy_workers, 240, "two worker processes training a cell")
@@ -179,12 +187,13 @@ def test_a_damaged_results_store_gives_guidance(tmp_path, capsys):
 # ----------------------------------------------------------------------------- tsrep-tune: SIGKILL, Ctrl-C, bad input
 
 
-def test_tune_killed_with_sigkill_fails_and_retries_the_trial_on_resume(tmp_path):
+def test_tune_killed_with_sigkill_fails_and_retries_the_trial_on_resume(tmp_path, caplog):
     db = tmp_path / "study.db"
     space = tmp_path / "space.yaml"
-    space.write_text(yaml.safe_dump({**TUNE_SPACE, "max_epochs": 12, "patience": None}))
-    cmd = [sys.executable, "-m", "tsrep.tuning.cli", "--dataset", "BasicMotions", "--storage", str(db),
-           "--study-name", "killed", "--max-trials", "3", "--search-space", str(space), "--pruner", "none", "--no-plots", "--quiet", "--output", str(tmp_path / "out")]
+    space.write_text(yaml.safe_dump({**TUNE_SPACE, "max_epochs": 8, "patience": None}))
+    args = ["--dataset", "BasicMotions", "--storage", str(db), "--study-name", "killed", "--max-trials", "3",
+            "--search-space", str(space), "--pruner", "none", "--no-plots", "--quiet", "--output", str(tmp_path / "out")]
+    cmd = [sys.executable, "-m", "tsrep.tuning.cli", *args]
     url = f"sqlite:///{db}"
 
     def second_trial_training():
@@ -210,9 +219,8 @@ def test_tune_killed_with_sigkill_fails_and_retries_the_trial_on_resume(tmp_path
 
     # The default heartbeat (60 s, failed after 120 s) would still call the killed trial alive: the
     # resumed run fails it at once, because its process on this machine is gone, and runs it again.
-    resumed = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "trial 1 was left running by a process of this machine that is gone; marked failed" in resumed.stderr
+    assert tune_main(args) == 0  # the same command again (here, in this process)
+    assert "trial 1 was left running by a process of this machine that is gone; marked failed" in caplog.text
     trials = optuna.load_study(study_name="killed", storage=url).trials
     assert trials[1].state == TrialState.FAIL
     retries = [t for t in trials if t.system_attrs.get("failed_trial") == 1]

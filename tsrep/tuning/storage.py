@@ -139,13 +139,15 @@ def resolve_storage(
 
 
 def _process_start(pid: int) -> str | None:
-    """When process `pid` started (Linux: clock ticks after boot); None where unknown. With the pid it
-    names one process: a pid reused by a later process has another start time."""
+    """When process `pid` started (Linux: clock ticks after boot); None where unknown or the process
+    has ended (a zombie waiting for its parent counts as ended). With the pid it names one process: a
+    pid reused by a later process has another start time."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[-1].split()[19]
+    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def owner_record(trial_number: int) -> dict:
