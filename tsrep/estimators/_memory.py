@@ -25,6 +25,7 @@ a run that might.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import torch
 
@@ -46,7 +47,12 @@ class InsufficientMemoryError(ValueError, MemoryError):
 
 
 def available_memory(device: torch.device) -> int | None:
-    """Free bytes of `device` (GPU: torch.cuda.mem_get_info; CPU: the memory the OS can give), or None if unknown."""
+    """Free bytes of `device`, or None if unknown (then nothing is refused).
+
+    GPU: torch.cuda.mem_get_info. CPU: what the operating system can give without swapping
+    (psutil when installed; else Linux's MemAvailable; else the total RAM, which never refuses a
+    run that could fit).
+    """
     if device.type == "cuda":
         try:
             return int(torch.cuda.mem_get_info(device)[0])
@@ -61,8 +67,14 @@ def available_memory(device: torch.device) -> int | None:
     except ImportError:
         pass
     try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):  # no sysconf (Windows): no check
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # no sysconf (Windows without psutil): no check
         return None
 
 
