@@ -220,9 +220,9 @@ def test_tune_killed_with_sigkill_fails_and_retries_the_trial_on_resume(tmp_path
     # The default heartbeat (60 s, failed after 120 s) would still call the killed trial alive: the
     # resumed run fails it at once, because its process on this machine is gone, and runs it again.
     assert tune_main(args) == 0  # the same command again (here, in this process)
-    assert "trial 1 was left running by a process of this machine that is gone; marked failed" in caplog.text
     trials = optuna.load_study(study_name="killed", storage=url).trials
     assert trials[1].state == TrialState.FAIL
+    assert "trial 1 was left running by a process of this machine that is gone; marked failed" in caplog.text
     retries = [t for t in trials if t.system_attrs.get("failed_trial") == 1]
     assert len(retries) == 1 and retries[0].state == TrialState.COMPLETE and retries[0].params == killed.params
     finished = [t for t in trials if t.state == TrialState.COMPLETE]
