@@ -1,6 +1,7 @@
 """Where studies live: an SQLite file by default, any Optuna storage URL, heartbeats for distributed workers.
 
-* ``None`` -> the default SQLite file, ``$TSREP_STUDY_DB`` or ``./tsrep-studies.db``;
+* ``None`` -> the default SQLite file, ``$TSREP_STUDY_DB`` or ``./tsrep-studies.db`` (tsrep-tune's
+  default; :func:`tsrep.tuning.tune` without a storage keeps its study in memory);
 * ``"memory"`` (or ``":memory:"``) -> Optuna's in-memory storage (gone with the process);
 * a path without ``://`` -> an SQLite file there;
 * any SQLAlchemy URL Optuna accepts (``sqlite:///x.db``, ``postgresql://user@host:5432/db``,
