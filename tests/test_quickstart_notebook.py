@@ -32,5 +32,5 @@ def test_quickstart_notebook_executes(tmp_path, monkeypatch):
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError on the first failing cell
     assert len(_images(nb)) >= 3
-    for name in ("pretraining_loss.png", "tsne.png", "attention.png", "basic_motions_encoder.pt"):
+    for name in ("pretraining_loss.png", "tsne.png", "attention.png", "basic_motions_encoder.safetensors"):
         assert (tmp_path / name).stat().st_size > 1000, name
