@@ -147,6 +147,11 @@ def test_unreachable_scheduler_is_a_quick_one_line_error(tmp_path, capsys):
     assert f"cannot reach the Dask scheduler at '{address}' within 2 s" in errors[0]
     assert seconds < 20, seconds  # gives up after the 2 s asked for (and a moment to read the config)
     assert not ResultStore(tmp_path / "out" / "results.sqlite").frame().shape[0]  # nothing stored as if run
+    assert cli_main(["--config", str(config), "--out", str(tmp_path / "out"), "--scheduler", "http://127.0.0.1:1",
+                     "--quiet", "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert "'http://127.0.0.1:1' is not a Dask scheduler address (unknown address scheme 'http'" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
     # The config's scheduler key does what the flag does.
     config.write_text(yaml.safe_dump({**yaml.safe_load(config.read_text()), "scheduler": address}))
     assert cli_main(["--config", str(config), "--out", str(tmp_path / "out"), "--scheduler-timeout", "1",

@@ -226,6 +226,37 @@ class SchedulerError(ConnectionError):
     """The Dask scheduler cannot be reached, or Dask's distributed is not installed."""
 
 
+def _probe_scheduler(address: str, timeout: float) -> None:
+    """Open and close one connection to a tcp:// scheduler; OSError if nothing answers in `timeout` s.
+
+    A Client that fails to connect leaves a half-made object whose clean-up prints tracebacks and
+    waits seconds at exit: where nothing answers, no Client is made. Other schemes (tls://, which
+    needs the security settings the Client reads) go to the Client directly, as does a call from a
+    thread that runs an event loop already (a notebook)."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import backends
+
+    scheme = parse_address(address)[0]
+    if scheme not in backends:
+        raise ValueError(f"unknown address scheme {scheme!r}; known: {', '.join(sorted(backends))}")
+    if scheme != "tcp":
+        return
+    try:
+        asyncio.get_running_loop()
+        return
+    except RuntimeError:
+        pass
+
+    async def probe():
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    asyncio.run(probe())
+
+
 def connect_scheduler(address: str, timeout: float = 10.0):
     """A distributed.Client of the scheduler at `address` (tcp://host:8786); SchedulerError after `timeout` s."""
     try:
@@ -235,13 +266,20 @@ def connect_scheduler(address: str, timeout: float = 10.0):
             "running cells on a Dask cluster needs Dask's distributed package: pip install 'tsrep[dask]'"
         ) from None
     try:
+        _probe_scheduler(address, timeout)
         return Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, ValueError, TypeError) as err:
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    except (ValueError, TypeError) as err:
+        raise SchedulerError(f"{address!r} is not a Dask scheduler address ({_first_line(err)}); "
+                             "give tcp://HOST:PORT") from None
+    except (OSError, TimeoutError) as err:
         raise SchedulerError(
-            f"cannot reach the Dask scheduler at {address!r} within {timeout:g} s ({reason}); check that "
+            f"cannot reach the Dask scheduler at {address!r} within {timeout:g} s ({_first_line(err)}); check that "
             "`dask scheduler` runs there and that this machine can reach its port"
         ) from None
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def _dask_rows(client, cells: list[Cell], threads: int | None):
