@@ -197,15 +197,13 @@ def test_tune_killed_with_sigkill_fails_and_retries_the_trial_on_resume(tmp_path
     cmd = [sys.executable, "-m", "tsrep.tuning.cli", *args]
     url = f"sqlite:///{db}"
 
-    def second_trial_training():
+    def second_trial_training() -> bool:
         try:
-            study = optuna.load_study(study_name="killed", storage=url)
-        except KeyError:
-            return None
-        trials = study.get_trials(deepcopy=False)
-        if len(trials) >= 2 and trials[0].state == TrialState.COMPLETE and trials[1].state == TrialState.RUNNING:
-            return trials[1].intermediate_values and study  # it has trained an epoch
-        return None
+            trials = optuna.load_study(study_name="killed", storage=url).get_trials(deepcopy=False)
+        except KeyError:  # the study is not created yet
+            return False
+        return (len(trials) >= 2 and trials[0].state == TrialState.COMPLETE
+                and trials[1].state == TrialState.RUNNING and bool(trials[1].intermediate_values))  # an epoch done
 
     proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -220,14 +218,14 @@ def test_tune_killed_with_sigkill_fails_and_retries_the_trial_on_resume(tmp_path
 
     # The default heartbeat (60 s, failed after 120 s) would still call the killed trial alive: the
     # resumed run fails it at once, because its process on this machine is gone, and runs it again.
-    warnings = logging.Handler(logging.WARNING)
-    warnings.emit = lambda record: said.append(record.getMessage())
     said: list[str] = []
-    logging.getLogger("tsrep").addHandler(warnings)
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: said.append(record.getMessage())
+    logging.getLogger("tsrep").addHandler(handler)
     try:
         assert tune_main(args) == 0  # the same command again (here, in this process)
     finally:
-        logging.getLogger("tsrep").removeHandler(warnings)
+        logging.getLogger("tsrep").removeHandler(handler)
     trials = optuna.load_study(study_name="killed", storage=url).trials
     assert trials[1].state == TrialState.FAIL
     assert any("trial 1 was left running by a process of this machine that is gone; marked failed" in m for m in said)
