@@ -88,11 +88,12 @@ def run_ours(args, seed, X_train, y_train, X_test, y_test):
         beta=args.beta,
         dropout=0.1,
         lr=1e-3,
-        # The paper's protocol: per-step tokens, RAdam at a constant lr, no weight decay, a fixed
+        # The paper's protocol: per-step tokens, RAdam at a constant lr, no weight decay or augmentation, a fixed
         # epoch budget with early stopping on a split of TRAIN (not the package's default recipe).
         optimizer="radam",
         lr_schedule="none",
         weight_decay=0.0,
+        augmentation=None,
         min_steps=0,
         patch_len=None,
         max_epochs=args.max_epochs,
