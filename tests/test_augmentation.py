@@ -13,7 +13,8 @@ def test_names_are_put_in_application_order_and_bad_names_are_refused():
     assert validate_augmentation(None) == ()
     assert validate_augmentation("jitter") == ("jitter",)
     assert validate_augmentation(["jitter", "window_slice"]) == ("window_slice", "jitter")
-    for bad in ("mixup", ["jitter", "jitter"], 3):
+    assert validate_augmentation("jitter+window_slice") == ("window_slice", "jitter")
+    for bad in ("mixup", ["jitter", "jitter"], 3, "", "jitter+"):
         with pytest.raises(ValueError, match="augmentation"):
             validate_augmentation(bad)
 
@@ -71,8 +72,9 @@ def test_estimators_train_with_augmentation_and_predict_without(make):
     X = rng.normal(size=(24, 1, 40)).astype(np.float32)
     y = np.array(["a", "b"] * 12)
     kw = dict(max_epochs=3, min_steps=0, batch_size=8, random_state=0)
-    plain = make(**kw).fit(X, y)
-    augmented = make(augmentation=("window_slice", "scaling", "jitter"), **kw).fit(X, y)
+    plain = make(augmentation=None, **kw).fit(X, y)
+    augmented = make(**kw).fit(X, y)  # the default: all three
+    assert augmented.get_params()["augmentation"] == "window_slice+scaling+jitter"
     # The batches differ, so training does; prediction is deterministic (no augmentation in eval mode).
     assert plain.history_.train_loss != augmented.history_.train_loss
     np.testing.assert_array_equal(augmented.predict_proba(X), augmented.predict_proba(X))

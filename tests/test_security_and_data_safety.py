@@ -305,7 +305,7 @@ def test_study_reused_on_other_data_or_settings_is_refused(basic_motions, tmp_pa
     _tune(X, y, storage)
     other_X = X.copy()
     other_X[0, 0, 0] += 1.0
-    with pytest.raises(StudyMismatchError, match="study 'reused' exists for other data or settings.*the data differ"):
+    with pytest.raises(StudyMismatchError, match="study 'reused' exists for another estimator, search space, data or settings.*the data differ"):
         _tune(other_X, y, storage)
     with pytest.raises(ValueError, match="the data differ"):
         _tune(X, y[::-1].copy(), storage)  # same series, other labels
@@ -329,9 +329,10 @@ def test_tune_cli_reports_a_reused_study_on_other_settings_without_traceback(tmp
     capsys.readouterr()
     code = cli_main([*common, "--max-epochs", "3", "--output", str(tmp_path / "second")])
     err = capsys.readouterr().err
-    assert code == 2 and "tsrep-tune: error: study 'bm' exists for other data or settings" in err
+    assert code == 2 and "tsrep-tune: error: study 'bm' exists for another estimator, search space, data or settings" in err
     assert "max_epochs (stored 2, now 3)" in err and "Traceback" not in err
-    assert not (tmp_path / "second").exists()
+    # Nothing written for the refused run (the output directory is checked, so it may exist, empty).
+    assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
 
 
 def test_study_of_an_older_version_is_adopted_then_checked(basic_motions, caplog):

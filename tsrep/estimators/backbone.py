@@ -119,7 +119,7 @@ class _BackboneMixin:
         lr_schedule="onecycle",
         label_smoothing=0.0,
         class_weight=None,
-        augmentation=("window_slice", "scaling", "jitter"),
+        augmentation="window_slice+scaling+jitter",
         grad_clip=4.0,
         n_estimators=1,
         n_jobs=1,

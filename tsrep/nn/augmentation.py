@@ -33,16 +33,23 @@ SCALING_STD = 0.1
 JITTER_STD = 0.05
 
 
+#: The estimators' default: all three. One string (names joined by "+") so that it survives YAML, JSON and
+#: the command line unchanged, as every other default does.
+DEFAULT_AUGMENTATION = "window_slice+scaling+jitter"
+
+
 def validate_augmentation(augmentation) -> tuple[str, ...]:
-    """None, a name or a sequence of names -> the names in application order; ValueError naming the bad one."""
+    """None, names joined by "+" or a sequence of names -> the names in application order; ValueError
+    naming the bad one."""
     if augmentation is None:
         return ()
-    names = (augmentation,) if isinstance(augmentation, str) else augmentation
+    names = augmentation.split("+") if isinstance(augmentation, str) else augmentation
     try:
         names = tuple(names)
     except TypeError:
         raise ValueError(
-            f"augmentation must be None, one of {AUGMENTATIONS} or a sequence of them, got {augmentation!r}"
+            f"augmentation must be None, names from {AUGMENTATIONS} joined by '+' or a sequence of them, "
+            f"got {augmentation!r}"
         ) from None
     for name in names:
         if name not in AUGMENTATIONS:
@@ -76,7 +83,7 @@ class SeriesAugmentation(nn.Module):
     forward(x (B, T, C), valid (B, T) bool or None) -> (B, T, C), zero at padded steps
     """
 
-    def __init__(self, augmentation=("window_slice", "scaling", "jitter")):
+    def __init__(self, augmentation=DEFAULT_AUGMENTATION):
         super().__init__()
         self.names = validate_augmentation(augmentation)
 

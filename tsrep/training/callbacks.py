@@ -38,6 +38,7 @@ from __future__ import annotations
 import csv
 import math
 import numbers
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -227,6 +228,24 @@ class CSVLogger(Callback):
         self._file, self._writer = None, None
 
 
+def _after_existing_event_files(log_dir: Path) -> None:
+    """Wait (at most a second) until a new event file's name sorts after those in `log_dir`.
+
+    Readers replay a directory's event files in name order, and names start with the creation time
+    in whole seconds, then host and pid: a resumed fit's file created in the same second as the
+    crashed fit's could sort first (a lower pid), and the purge of the redone epochs would then
+    apply to the wrong file.
+    """
+    newest = 0
+    for path in log_dir.glob("events.out.tfevents.*"):
+        stamp = path.name.split(".")[3]
+        if stamp.isdigit():
+            newest = max(newest, int(stamp))
+    deadline = time.time() + 1.5  # a file stamped in the future (clock skew) is not waited for
+    while int(time.time()) <= newest and time.time() < deadline:
+        time.sleep(0.05)
+
+
 class TensorBoardLogger(Callback):
     """Every numeric value of ``logs`` as a TensorBoard scalar (tag = its name, step = the epoch),
     with ``torch.utils.tensorboard.SummaryWriter``. Needs the ``tensorboard`` package
@@ -266,6 +285,8 @@ class TensorBoardLogger(Callback):
             log_dir = log_dir / f"member-{info['member']}"
         # A resumed fit: events of the epochs it runs again (logged before a crash) are dropped.
         start = int(info.get("start_epoch", 0))
+        if start > 0:
+            _after_existing_event_files(log_dir)
         self._writer = SummaryWriter(log_dir=str(log_dir), purge_step=start if start > 0 else None)
 
     def on_epoch_end(self, epoch: int, logs: dict) -> None:
