@@ -562,7 +562,10 @@ def test_tsrep_benchmark_refuses_up_front(capsys, tmp_path, argv, message):
     (["--dataset", "BasicMotions", "--n-trials", "1", "--search-space", "{missing}"], "does not exist"),
     (["--dataset", "BasicMotions", "--n-trials", "1", "--output", "{file}/out"], "cannot be created or written"),
     (["--dataset", "BasicMotions", "--n-trials", "1", "--search-space", "{malformed}"], "is not valid YAML (line 2"),
-], ids=["unknown dataset", "malformed --set", "missing search space", "output below a file", "malformed search space"])
+    (["--dataset", "BasicMotions", "--n-trials", "0"], "--n-trials: must be a positive integer, got '0'"),
+    (["--dataset", "BasicMotions", "--timeout", "-5"], "--timeout: must be a positive number of seconds"),
+], ids=["unknown dataset", "malformed --set", "missing search space", "output below a file", "malformed search space",
+        "zero trials", "negative timeout"])
 def test_tsrep_tune_usage_errors(capsys, tmp_path, argv, message):
     from tsrep.tuning.cli import main
 
@@ -577,6 +580,14 @@ def test_tsrep_tune_usage_errors(capsys, tmp_path, argv, message):
         code = exited.code
     assert code == 2
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "studies.db").exists()  # refused before any study is created
+
+
+def test_tune_api_refuses_what_is_not_an_estimator():
+    from tsrep.tuning import tune
+
+    with pytest.raises(TypeError, match="estimator must be a scikit-learn style estimator"):
+        tune("not an estimator", X, Y, n_trials=1, storage="memory")
 
 
 @pytest.mark.parametrize("options, message", [

@@ -29,25 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
+from tsrep._cli import positive_float, positive_int
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,12 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default="quick",
                    help="a YAML file, or a name: ./configs/<name>.yaml here, else tsrep's own (default: quick)")
     p.add_argument("--out", help="output directory (default: results/archive/<config name>)")
-    p.add_argument("--jobs", type=_positive_int, help="cells run in parallel (processes; default 1)")
-    p.add_argument("--threads", type=_positive_int,
+    p.add_argument("--jobs", type=positive_int, help="cells run in parallel (processes; default 1)")
+    p.add_argument("--threads", type=positive_int,
                    help="torch threads per cell (default: CPU cores / jobs, on a Dask worker cores / its threads)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="run the cells on the workers of this Dask scheduler (default: the config's, else here)")
-    p.add_argument("--scheduler-timeout", type=_positive_float, default=10.0, metavar="SECONDS",
+    p.add_argument("--scheduler-timeout", type=positive_float, default=10.0, metavar="SECONDS",
                    help="give up connecting to the scheduler after this long (default 10)")
     p.add_argument("--store", metavar="URL_OR_PATH",
                    help="results store: SQLAlchemy URL (postgresql://user@host/db) or SQLite path "

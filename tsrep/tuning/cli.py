@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from tsrep._cli import positive_float, positive_int
+
 MODELS = {
     "classifier": "EADCTransformerClassifier",
     "regressor": "EADCTransformerRegressor",
@@ -125,10 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--dataset", required=True, help="problem name (aeon loaders; shipped ones work offline)")
     ap.add_argument("--model", default="auto", choices=["auto", *MODELS], help="default: from the dataset's task")
-    ap.add_argument("--n-trials", type=int, default=None, help="trials this run adds (default 20 unless --max-trials/--timeout)")
-    ap.add_argument("--max-trials", type=int, default=None,
+    ap.add_argument("--n-trials", type=positive_int, default=None, help="trials this run adds (default 20 unless --max-trials/--timeout)")
+    ap.add_argument("--max-trials", type=positive_int, default=None,
                     help="finished trials the whole study should hold, across all workers (distributed budget)")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds after which no new trial starts")
+    ap.add_argument("--timeout", type=positive_float, default=None, help="seconds after which no new trial starts")
     ap.add_argument("--storage", default=None,
                     help="Optuna storage URL or SQLite path (default: $TSREP_STUDY_DB or ./tsrep-studies.db); 'memory'")
     ap.add_argument("--study-name", default=None, help="default: <dataset>-<model>")
@@ -137,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE",
                     help="search-space override: a fixed value, a list of choices or a {low, high} range (repeatable)")
     ap.add_argument("--continuous", action="store_true", help="continuous alpha, beta, p instead of the paper's grid")
-    ap.add_argument("--cv", type=int, default=None, help="score trials by K-fold CV on TRAIN (default: one hold-out split)")
+    ap.add_argument("--cv", type=positive_int, default=None, help="score trials by K-fold CV on TRAIN (default: one hold-out split)")
     ap.add_argument("--validation-size", type=float, default=0.2, help="hold-out fraction of TRAIN (default 0.2)")
     ap.add_argument("--pruner", default="median", choices=["median", "percentile", "halving", "hyperband", "none"])
     ap.add_argument("--max-epochs", type=int, default=None, help="estimator max_epochs (default: the estimator's)")

@@ -398,6 +398,10 @@ def tune(
     >>> len(study.trials), best.alpha in (0.1, 0.9)
     (2, True)
     """
+    if not (hasattr(estimator, "fit") and hasattr(estimator, "get_params")):
+        raise TypeError(
+            f"estimator must be a scikit-learn style estimator (with fit and get_params), got {estimator!r}"
+        )
     check_same_length(X, y)
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
     if n_trials is None and max_trials is None and timeout is None:
