@@ -110,3 +110,15 @@ def test_list_params_names_every_parameter(capsys):
     for name in estimator_defaults():
         assert re.search(rf"^{name} +default ", out, re.M), name
     assert "--param deacon_m=..." in out and "--d-model" in out
+
+
+def test_a_config_with_a_dask_scheduler_is_not_given_jobs(capsys, tmp_path, monkeypatch):
+    # The benchmark refuses --jobs beside a scheduler, so the command passes its own default only without one;
+    # here the (unreachable) scheduler is what gets reported.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cluster.yaml").write_text(
+        "name: cluster\ndatasets: [GunPoint]\nmodels: [resnet]\nseeds: [0]\nscheduler: tcp://127.0.0.1:9\n"
+    )
+    assert main(["--config", str(tmp_path / "cluster.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'" in err and "--jobs" not in err

@@ -25,6 +25,8 @@ import time
 
 import numpy as np
 
+from tsrep._cli import positive_int
+
 SHIPPED = {
     "BasicMotions": "classification",
     "JapaneseVowels": "classification",
@@ -172,8 +174,9 @@ def build_parser(defaults: dict) -> argparse.ArgumentParser:
                         help="train and score one EA-DC-Transformer on this problem (default: the benchmark)")
     bench = parser.add_argument_group("the benchmark (without --dataset)")
     bench.add_argument("--config", default="quick", help="benchmark config (default quick)")
-    bench.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
-                       help="benchmark cells run in parallel, one process each (default: CPU cores, at most 4)")
+    bench.add_argument("--jobs", type=positive_int, default=None,
+                       help="benchmark cells run in parallel, one process each (default: CPU cores, at most 4; "
+                            "a config with a Dask scheduler: its workers)")
     bench.add_argument("--out", help="benchmark output directory (default results/archive/<config>)")
     model = parser.add_argument_group("the model (with --dataset)")
     for flag, param, kind, text in MODEL_FLAGS:
@@ -186,6 +189,18 @@ def build_parser(defaults: dict) -> argparse.ArgumentParser:
     parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ... (default auto)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def _config_has_scheduler(config: str) -> bool:
+    """Whether the benchmark config names a Dask scheduler (then its workers, not --jobs, set the parallelism);
+    an unreadable config is left to the benchmark's own error."""
+    from tsrep.benchmarks.config import read_config
+
+    try:
+        raw, _, _ = read_config(config)
+    except Exception:  # noqa: BLE001 - reported by tsrep-benchmark itself, with its message
+        return False
+    return isinstance(raw, dict) and raw.get("scheduler") is not None
 
 
 def main(argv=None) -> int:
@@ -209,7 +224,9 @@ def main(argv=None) -> int:
                         f"and their settings from --config (see tsrep-benchmark --help)")
         from tsrep.benchmarks.cli import main as benchmark
 
-        rest = ["--config", args.config, "--jobs", str(args.jobs), "--device", args.device or "auto"]
+        rest = ["--config", args.config, "--device", args.device or "auto"]
+        if args.jobs is not None or not _config_has_scheduler(args.config):
+            rest += ["--jobs", str(args.jobs or min(4, os.cpu_count() or 1))]
         return benchmark(rest + (["--out", args.out] if args.out else []) + (["--quiet"] if args.quiet else []))
 
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
