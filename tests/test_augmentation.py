@@ -6,7 +6,15 @@ import torch
 
 from tsrep import EADCTransformerClassifier
 from tsrep.estimators import BackboneClassifier
-from tsrep.nn.augmentation import JITTER_STD, SCALING_STD, SeriesAugmentation, validate_augmentation, window_slice
+from tsrep.nn.augmentation import (
+    DEFAULT_AUGMENTATION,
+    JITTER_STD,
+    SCALING_STD,
+    SeriesAugmentation,
+    resolve_augmentation,
+    validate_augmentation,
+    window_slice,
+)
 
 
 def test_names_are_put_in_application_order_and_bad_names_are_refused():
@@ -17,6 +25,13 @@ def test_names_are_put_in_application_order_and_bad_names_are_refused():
     for bad in ("mixup", ["jitter", "jitter"], 3, "", "jitter+"):
         with pytest.raises(ValueError, match="augmentation"):
             validate_augmentation(bad)
+
+
+def test_auto_augments_small_training_sets_only():
+    assert resolve_augmentation("auto", 99) == DEFAULT_AUGMENTATION
+    assert resolve_augmentation("auto", 100) is None
+    assert resolve_augmentation("jitter", 5000) == "jitter" and resolve_augmentation(None, 10) is None
+    assert validate_augmentation("auto") == ()
 
 
 def test_window_slice_of_a_ramp_is_a_ramp_over_a_random_90_percent_window():
@@ -73,10 +88,20 @@ def test_estimators_train_with_augmentation_and_predict_without(make):
     y = np.array(["a", "b"] * 12)
     kw = dict(max_epochs=3, min_steps=0, batch_size=8, random_state=0)
     plain = make(augmentation=None, **kw).fit(X, y)
-    augmented = make(**kw).fit(X, y)  # the default: all three
-    assert augmented.get_params()["augmentation"] == "window_slice+scaling+jitter"
+    augmented = make(**kw).fit(X, y)  # the default "auto": all three on 24 cases
+    assert augmented.get_params()["augmentation"] == "auto" and augmented.augmentation_ == DEFAULT_AUGMENTATION
     # The batches differ, so training does; prediction is deterministic (no augmentation in eval mode).
     assert plain.history_.train_loss != augmented.history_.train_loss
     np.testing.assert_array_equal(augmented.predict_proba(X), augmented.predict_proba(X))
     with pytest.raises(ValueError, match="augmentation"):
         make(augmentation="cutout", **kw).fit(X, y)
+
+
+def test_auto_is_resolved_on_the_training_cases_of_the_fit():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(100, 1, 16)).astype(np.float32)
+    y = np.array(["a", "b"] * 50)
+    kw = dict(d_model=8, n_heads=2, n_blocks=1, max_epochs=1, min_steps=0, random_state=0)
+    assert EADCTransformerClassifier(**kw).fit(X, y).augmentation_ is None
+    small = EADCTransformerClassifier(**kw).fit(X[:40], y[:40])
+    assert small.augmentation_ == DEFAULT_AUGMENTATION and small.module_.augment is not None

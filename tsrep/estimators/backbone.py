@@ -119,7 +119,7 @@ class _BackboneMixin:
         lr_schedule="onecycle",
         label_smoothing=0.0,
         class_weight=None,
-        augmentation="window_slice+scaling+jitter",
+        augmentation="auto",
         grad_clip=4.0,
         n_estimators=1,
         n_jobs=1,
@@ -193,7 +193,7 @@ class _BackboneMixin:
             self.backbone, self.n_channels_, self.max_len_, self.d_model, self.n_blocks, self.n_heads,
             self.kernel_size, self.dim_feedforward, self.dropout, self.norm,
         )
-        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout, self.augmentation)
+        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout, self._augmentation_used())
 
     @classmethod
     def _get_test_params(cls, parameter_set="default"):
