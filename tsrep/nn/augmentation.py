@@ -44,8 +44,8 @@ def resolve_augmentation(augmentation, n_cases: int):
     """The augmentation a fit on `n_cases` training cases uses: "auto" resolved, anything else as given.
 
     Measured on UCR problems (seed 0, every other default): augmenting helped the small training sets
-    (FaceFour 24 cases +0.23, Beef 30 +0.17, Lightning7 70 +0.11; ArrowHead 36 and GunPoint 50 unchanged)
-    and hurt the larger ones within the same step budget (OSULeaf 200 -0.08, Adiac 390 -0.23,
+    (FaceFour 24 cases +0.23, Beef 30 +0.17, Lightning7 70 +0.11; ArrowHead 36 and GunPoint 50 unchanged;
+    Coffee 28 and ItalyPowerDemand 67 -0.04 each: +0.43 together) and hurt the larger ones within the same step budget (OSULeaf 200 -0.08, Adiac 390 -0.23,
     DistalPhalanxTW 400 -0.01), where a fixed number of optimiser steps is spread over more data
     and the network underfits rather than overfits. The threshold lies between those two groups.
     """
