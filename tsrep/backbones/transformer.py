@@ -2,10 +2,10 @@
 "Convolution-enhanced Evolving Attention Networks" (IEEE TPAMI 2023).
 
 Input Linear(C -> d) * sqrt(d), learnable positional encoding, dropout; then n_layers post-norm
-encoder layers: multi-head self-attention (tsrep.nn.MultiHeadAttention, plain: alpha = beta = 0,
-padded keys masked) -> dropout -> add -> norm -> FFN (Linear, GELU, dropout, Linear) -> dropout ->
-add -> norm; a final GELU and dropout as in TST. TST's BatchNorm is padding-aware
-norm="batch" (tsrep's measured default; see EADCTransformerMixin's `norm`); LayerNorm is norm="layer".
+encoder layers (tsrep.nn.TransformerLayer): multi-head self-attention (plain: alpha = beta = 0, padded
+keys masked) -> dropout -> add -> norm -> FFN (Linear, GELU, dropout, Linear) -> dropout -> add -> norm;
+a final GELU and dropout as in TST. TST's BatchNorm is padding-aware norm="batch" (tsrep's measured
+default; see EADCTransformerMixin's `norm`); LayerNorm is norm="layer".
 
 For the tables a "block" of the search space (n in {2..5}) is two encoder layers, as an
 EA-DC-Transformer block holds two layers: n_layers = 2 * n_blocks (set by the caller).
@@ -16,30 +16,14 @@ forward(x (B, T, C), valid (B, T)) -> Z (B, T, d_model)
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.norm import SequenceNorm
-
-
-class TSTLayer(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, dim_feedforward: int, dropout: float, norm: str):
-        super().__init__()
-        self.attention = MultiHeadAttention(d_model, d_model, n_heads, dropout=dropout)
-        self.norm1 = SequenceNorm(norm, d_model)
-        self.ffn = nn.Sequential(
-            nn.Linear(d_model, dim_feedforward), nn.GELU(), nn.Dropout(dropout), nn.Linear(dim_feedforward, d_model)
-        )
-        self.norm2 = SequenceNorm(norm, d_model)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
-        h, _ = self.attention(x, valid)
-        x = self.norm1(x + self.dropout(h), valid)
-        return self.norm2(x + self.dropout(self.ffn(x)), valid)
+from tsrep.nn.transformer_layer import TransformerLayer
 
 
 class TSTEncoder(nn.Module):
@@ -56,12 +40,16 @@ class TSTEncoder(nn.Module):
         self.pos_embedding = nn.Parameter(torch.empty(max_len, d_model).uniform_(-0.02, 0.02))
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            TSTLayer(d_model, n_heads, dim_feedforward or 4 * d_model, dropout, norm) for _ in range(n_layers)
+            TransformerLayer(
+                d_model, n_heads, dim_feedforward or 4 * d_model, pre_norm=False,
+                norm_layer=partial(SequenceNorm, norm), act_layer=nn.GELU, dropout=dropout,
+            )
+            for _ in range(n_layers)
         )
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         positions = torch.arange(x.shape[1], device=x.device).clamp_max(self.max_len - 1)
         h = self.dropout(self.input_proj(x) * math.sqrt(self.d_model) + self.pos_embedding[positions])
         for layer in self.layers:
-            h = layer(h, valid)
+            h, _ = layer(h, valid)
         return self.dropout(F.gelu(h))

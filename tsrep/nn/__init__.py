@@ -10,6 +10,7 @@ from tsrep.nn.dilated_conv import CausalDilatedConv1d
 from tsrep.nn.evolving import AttentionMapEvolution, pair_mask
 from tsrep.nn.norm import MaskedBatchNorm1d, SequenceNorm
 from tsrep.nn.pooling import SequencePooling
+from tsrep.nn.transformer_layer import TransformerLayer
 
 __all__ = [
     "AttentionAugmentedConv2d",
@@ -27,5 +28,6 @@ __all__ = [
     "MultiHeadAttention",
     "SequenceNorm",
     "SequencePooling",
+    "TransformerLayer",
     "pair_mask",
 ]
