@@ -13,11 +13,13 @@ setting is alpha = 0.1, beta = 0.3 with the 3 x 3 map convolution (Sec. 4.4); th
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 from torch import nn
 
-from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.attention_augmented_conv import as_pair
+from tsrep.nn.transformer_layer import TransformerLayer
 
 
 class PatchEmbedding(nn.Module):
@@ -43,8 +45,11 @@ class PatchEmbedding(nn.Module):
         return self.proj(images).flatten(2).transpose(1, 2)
 
 
-class ViTLayer(nn.Module):
-    """Pre-LN encoder layer: x + Attn(LN(x)), then x + MLP(LN(x)); the attention logits are carried."""
+class ViTLayer(TransformerLayer):
+    """ViT's pre-LN encoder layer: a TransformerLayer with pre_norm, LayerNorm(eps=1e-6) and GELU.
+
+    forward(x (B, N, dim), prev_logits (B, K, N, N) or None, need_logits) -> (B, N, dim), logits or None
+    """
 
     def __init__(
         self,
@@ -57,22 +62,22 @@ class ViTLayer(nn.Module):
         dropout: float,
         attn_dropout: float,
     ):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
-        self.attention = MultiHeadAttention(dim, dim, n_heads, alpha, beta, map_kernel_size, attn_dropout)
-        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
-        self.mlp = nn.Sequential(
-            nn.Linear(dim, mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(mlp_dim, dim), nn.Dropout(dropout)
+        super().__init__(
+            dim, n_heads, mlp_dim, pre_norm=True, norm_layer=partial(nn.LayerNorm, eps=1e-6), act_layer=nn.GELU,
+            dropout=dropout, attn_dropout=attn_dropout, alpha=alpha, beta=beta, map_kernel_size=map_kernel_size,
         )
-        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def mlp(self) -> nn.Sequential:
+        """The feed-forward network under timm's name for it."""
+        return self.ffn
 
     def forward(
-        self, x: torch.Tensor, prev_logits: torch.Tensor | None, need_logits: bool = False
+        self, x: torch.Tensor, prev_logits: torch.Tensor | None = None, need_logits: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, N, dim); prev_logits: (B, K, N, N) or None -> (B, N, dim), logits (B, K, N, N) or None"""
-        h, logits = self.attention(self.norm1(x), None, prev_logits, need_logits)
-        x = x + self.dropout(h)
-        return x + self.mlp(self.norm2(x)), logits
+        # Images have no padding: every token is valid.
+        return super().forward(x, None, prev_logits, need_logits)
 
 
 class EAViT(nn.Module):
