@@ -8,6 +8,8 @@ masked for the kind (tsrep.nn.evolving):
 - decoder self-attention: causal attention and the causal map convolution (masked kernel + shift);
 - encoder-decoder attention: the "cross" convolution, which mixes keys within one query row only.
 
+Every layer is a pre-norm tsrep.nn.TransformerLayer with a ReLU FFN; a decoder layer adds cross-attention.
+
 The paper uses skip connections between maps in the encoder only (they hurt its decoders), so
 `decoder_alpha` defaults to 0; it is accepted for ablations and cannot leak the future either.
 """
@@ -19,72 +21,12 @@ import math
 import torch
 from torch import nn
 
-from tsrep.nn.attention import MultiHeadAttention
+from tsrep.nn.transformer_layer import TransformerLayer
 
 
 def _check_unit(name: str, value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {value!r}")
-
-
-class _FeedForward(nn.Sequential):
-    def __init__(self, d_model: int, dim_feedforward: int, dropout: float):
-        super().__init__(
-            nn.Linear(d_model, dim_feedforward), nn.ReLU(), nn.Dropout(dropout), nn.Linear(dim_feedforward, d_model)
-        )
-
-
-class Seq2SeqEncoderLayer(nn.Module):
-    """Pre-norm self-attention + FFN; the evolved maps go on to the next layer."""
-
-    def __init__(self, d_model, n_heads, alpha, beta, attn_kernel_size, dim_feedforward, dropout):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
-        self.attention = MultiHeadAttention(d_model, d_model, n_heads, alpha, beta, attn_kernel_size, dropout)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.ffn = _FeedForward(d_model, dim_feedforward, dropout)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x, valid, prev_logits):
-        """x: (B, N, d); valid: (B, N) bool or None; prev_logits: (B, K, N, N) or None -> (B, N, d), logits"""
-        h, logits = self.attention(self.norm1(x), valid, prev_logits)
-        x = x + self.dropout(h)
-        x = x + self.dropout(self.ffn(self.norm2(x)))
-        return x, logits
-
-
-class Seq2SeqDecoderLayer(nn.Module):
-    """Pre-norm causal self-attention, encoder-decoder attention and FFN; two map chains."""
-
-    def __init__(self, d_model, n_heads, alpha, self_beta, cross_beta, attn_kernel_size, dim_feedforward, dropout):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
-        self.self_attention = MultiHeadAttention(
-            d_model, d_model, n_heads, alpha, self_beta, attn_kernel_size, dropout, causal=True
-        )
-        self.norm2 = nn.LayerNorm(d_model)
-        self.cross_attention = MultiHeadAttention(
-            d_model, d_model, n_heads, alpha, cross_beta, attn_kernel_size, dropout, map_conv_mask="cross"
-        )
-        self.norm3 = nn.LayerNorm(d_model)
-        self.ffn = _FeedForward(d_model, dim_feedforward, dropout)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, y, memory, tgt_valid, src_valid, prev_self, prev_cross):
-        """
-        y:        (B, M, d) decoder stream; memory: (B, N, d) encoder output
-        tgt_valid (B, M), src_valid (B, N): bool or None
-        prev_self (B, K, M, M), prev_cross (B, K, M, N): carried maps or None
-        returns   (B, M, d), self logits, cross logits
-        """
-        h, self_logits = self.self_attention(self.norm1(y), tgt_valid, prev_self)
-        y = y + self.dropout(h)
-        h, cross_logits = self.cross_attention(
-            memory, src_valid, prev_cross, query=self.norm2(y), query_valid=tgt_valid
-        )
-        y = y + self.dropout(h)
-        y = y + self.dropout(self.ffn(self.norm3(y)))
-        return y, self_logits, cross_logits
 
 
 class EATransformerSeq2Seq(nn.Module):
@@ -151,14 +93,16 @@ class EATransformerSeq2Seq(nn.Module):
         self.src_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
         self.tgt_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
         self.dropout = nn.Dropout(dropout)
+        layer_settings = dict(pre_norm=True, act_layer=nn.ReLU, dropout=dropout, map_kernel_size=attn_kernel_size)
         self.encoder = nn.ModuleList(
-            Seq2SeqEncoderLayer(d_model, n_heads, alpha, beta, attn_kernel_size, dim_feedforward, dropout)
+            TransformerLayer(d_model, n_heads, dim_feedforward, alpha=alpha, beta=beta, **layer_settings)
             for _ in range(n_encoder_layers)
         )
         self.encoder_norm = nn.LayerNorm(d_model)
         self.decoder = nn.ModuleList(
-            Seq2SeqDecoderLayer(
-                d_model, n_heads, decoder_alpha, decoder_beta, cross_beta, attn_kernel_size, dim_feedforward, dropout
+            TransformerLayer(
+                d_model, n_heads, dim_feedforward, alpha=decoder_alpha, beta=decoder_beta, causal=True,
+                cross_attention=True, cross_beta=cross_beta, **layer_settings,
             )
             for _ in range(n_decoder_layers)
         )
@@ -204,7 +148,9 @@ class EATransformerSeq2Seq(nn.Module):
                              f"got {tuple(memory.shape)}")
         self_logits = cross_logits = None
         for layer in self.decoder:
-            y, self_logits, cross_logits = layer(y, memory, tgt_valid, src_valid, self_logits, cross_logits)
+            y, self_logits, cross_logits = layer(
+                y, tgt_valid, self_logits, memory=memory, memory_valid=src_valid, prev_cross_logits=cross_logits
+            )
         return self.generator(self.decoder_norm(y))
 
     def forward(self, src, tgt, src_valid=None, tgt_valid=None) -> torch.Tensor:
