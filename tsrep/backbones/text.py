@@ -5,7 +5,7 @@ BERT's encoder with every self-attention replaced by tsrep.nn.attention.MultiHea
 module as every other tsrep backbone; the pre-softmax logits are carried from layer to layer (Eq. 1):
 
     embeddings = LayerNorm(word + position + token_type)
-    per layer:   h = LayerNorm(x + Dropout(W^O MHA_evolving(x)))
+    per layer:   h = LayerNorm(x + Dropout(W^O MHA_evolving(x)))    # post-norm tsrep.nn.TransformerLayer
                  x = LayerNorm(h + Dropout(W_2 GELU(W_1 h)))
     pooled     = tanh(W_p x[:, 0])                                  # the [CLS] token
 
@@ -22,23 +22,24 @@ import json
 import re
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from tsrep.nn.attention import MultiHeadAttention
+from tsrep.nn.transformer_layer import TransformerLayer
 
 # Hugging Face's names for BERT's activations; gelu_new and gelu_pytorch_tanh are both the tanh form.
 _ACTIVATIONS = {
-    "gelu": lambda: nn.GELU(),
-    "gelu_python": lambda: nn.GELU(),
-    "gelu_new": lambda: nn.GELU(approximate="tanh"),
-    "gelu_pytorch_tanh": lambda: nn.GELU(approximate="tanh"),
-    "relu": lambda: nn.ReLU(),
-    "silu": lambda: nn.SiLU(),
-    "swish": lambda: nn.SiLU(),
+    "gelu": nn.GELU,
+    "gelu_python": nn.GELU,
+    "gelu_new": partial(nn.GELU, approximate="tanh"),
+    "gelu_pytorch_tanh": partial(nn.GELU, approximate="tanh"),
+    "relu": nn.ReLU,
+    "silu": nn.SiLU,
+    "swish": nn.SiLU,
 }
 
 
@@ -72,35 +73,6 @@ class EATextEmbeddings(nn.Module):
         else:
             h = h + self.token_type(token_type_ids)
         return self.dropout(self.norm(h))
-
-
-class EATextLayer(nn.Module):
-    """One post-LN BERT layer with (evolving) self-attention: attention -> add & norm -> FFN -> add & norm."""
-
-    def __init__(
-        self, dim, n_heads, dim_feedforward, alpha, beta, map_kernel_size, dropout, attn_dropout, activation,
-        layer_norm_eps,
-    ):
-        super().__init__()
-        self.attention = MultiHeadAttention(dim, dim, n_heads, alpha, beta, map_kernel_size, attn_dropout)
-        self.attn_norm = nn.LayerNorm(dim, eps=layer_norm_eps)
-        self.ffn_in = nn.Linear(dim, dim_feedforward)
-        self.act = _ACTIVATIONS[activation]()
-        self.ffn_out = nn.Linear(dim_feedforward, dim)
-        self.ffn_norm = nn.LayerNorm(dim, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(
-        self, x: torch.Tensor, valid: torch.Tensor | None, prev_logits: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """
-        x: (B, N, dim); valid: (B, N) bool or None; prev_logits: (B, K, N, N) or None
-        returns (B, N, dim) and this layer's logits to carry on (None for plain attention)
-        """
-        h, logits = self.attention(x, valid, prev_logits)
-        x = self.attn_norm(x + self.dropout(h))
-        x = self.ffn_norm(x + self.dropout(self.ffn_out(self.act(self.ffn_in(x)))))
-        return x, logits
 
 
 class EATextEncoder(nn.Module):
@@ -173,10 +145,12 @@ class EATextEncoder(nn.Module):
             vocab_size, dim, max_len, type_vocab_size, pad_token_id, layer_norm_eps, dropout
         )
         # AttentionMapEvolution (inside MultiHeadAttention) checks alpha, beta and map_kernel_size.
+        # BERT's layer is post-norm and has no dropout inside its FFN (ffn_dropout=0).
         self.layers = nn.ModuleList(
-            EATextLayer(
-                dim, n_heads, dim_feedforward, alpha, beta, map_kernel_size, dropout, attn_dropout, activation,
-                layer_norm_eps,
+            TransformerLayer(
+                dim, n_heads, dim_feedforward, pre_norm=False, norm_layer=partial(nn.LayerNorm, eps=layer_norm_eps),
+                act_layer=_ACTIVATIONS[activation], dropout=dropout, attn_dropout=attn_dropout, ffn_dropout=0.0,
+                alpha=alpha, beta=beta, map_kernel_size=map_kernel_size,
             )
             for _ in range(n_layers)
         )
@@ -426,10 +400,10 @@ def bert_key_map(n_layers: int) -> dict[str, list[str]]:
                 theirs + f"attention.self.{part}.{kind}" for part in ("query", "key", "value")
             ]
             names[ours + f"attention.out.{kind}"] = [theirs + f"attention.output.dense.{kind}"]
-            names[ours + f"attn_norm.{kind}"] = [theirs + f"attention.output.LayerNorm.{kind}"]
-            names[ours + f"ffn_in.{kind}"] = [theirs + f"intermediate.dense.{kind}"]
-            names[ours + f"ffn_out.{kind}"] = [theirs + f"output.dense.{kind}"]
-            names[ours + f"ffn_norm.{kind}"] = [theirs + f"output.LayerNorm.{kind}"]
+            names[ours + f"norm1.{kind}"] = [theirs + f"attention.output.LayerNorm.{kind}"]
+            names[ours + f"ffn.0.{kind}"] = [theirs + f"intermediate.dense.{kind}"]
+            names[ours + f"ffn.3.{kind}"] = [theirs + f"output.dense.{kind}"]
+            names[ours + f"norm2.{kind}"] = [theirs + f"output.LayerNorm.{kind}"]
     return names
 
 
