@@ -36,6 +36,11 @@ def _check_rate(name: str, value) -> None:
 
 def _build(name: str, factory, *args) -> nn.Module:
     """factory(*args), checked to be a module; ValueError naming the argument otherwise."""
+    if isinstance(factory, nn.Module):
+        raise ValueError(
+            f"{name} must build a new module for each use (a class such as nn.GELU, not an instance such as "
+            f"nn.GELU()), got {factory!r}"
+        )
     if not callable(factory):
         raise ValueError(
             f"{name} must be a callable returning an nn.Module (a class or a functools.partial), got {factory!r}"
