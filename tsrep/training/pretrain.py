@@ -210,22 +210,3 @@ def pretrain_masked(
             if stop:
                 break
     return losses
-
-
-@torch.no_grad()
-def reconstruction_loss(
-    model: nn.Module, data: SeriesBatchData, config: PretrainConfig, device, generator: torch.Generator
-) -> float:
-    """Masked-reconstruction MSE of `model` (eval mode) over `data` with one mask draw."""
-    model.eval()
-    total, count = 0.0, 0
-    for start in range(0, len(data), config.batch_size):
-        index = torch.arange(start, min(start + config.batch_size, len(data)))
-        values, valid, _ = data.batch(index, device)
-        mask = make_mask(tuple(values.shape), config.mask_ratio, config.mask_mean_length, config.masking, generator)
-        mask = mask.to(device)
-        loss = masked_mse(model(apply_mask(values, mask), valid), values, mask, valid)
-        n = int((mask if valid is None else mask & valid[..., None]).sum())
-        total += float(loss) * n
-        count += n
-    return total / max(count, 1)

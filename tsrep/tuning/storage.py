@@ -213,8 +213,3 @@ def fail_stale_trials(study: optuna.Study) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
-
-
-def retried_trial_number(trial) -> int | None:
-    """Number of the original trial that ``trial`` retries, or None."""
-    return trial.system_attrs.get("failed_trial")
