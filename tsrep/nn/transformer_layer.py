@@ -175,6 +175,7 @@ class TransformerLayer(nn.Module):
         valid: torch.Tensor | None = None,
         prev_logits: torch.Tensor | None = None,
         need_logits: bool = False,
+        *,
         memory: torch.Tensor | None = None,
         memory_valid: torch.Tensor | None = None,
         prev_cross_logits: torch.Tensor | None = None,
