@@ -26,17 +26,7 @@ import time
 import numpy as np
 
 from tsrep._cli import positive_int
-
-SHIPPED = {
-    "BasicMotions": "classification",
-    "JapaneseVowels": "classification",
-    "ArrowHead": "classification",
-    "GunPoint": "classification",
-    "ItalyPowerDemand": "classification",
-    "OSULeaf": "classification",
-    "Covid3Month": "regression",
-    "CardanoSentiment": "regression",
-}
+from tsrep.data.archive import CLI_SHIPPED
 
 # Flags for the main estimator parameters: (flag, parameter, type, help). Each defaults to the estimator's own
 # default (shown in --help); any other parameter is --param key=value.
@@ -63,7 +53,7 @@ NONE_WORDS = ("None", "none", "null", "~")
 def load(name: str, split: str):
     from aeon.datasets import load_classification, load_regression
 
-    task = SHIPPED[name]
+    task = CLI_SHIPPED[name]
     loader = load_classification if task == "classification" else load_regression
     X, y = loader(name, split=split)
     return X, (y if task == "classification" else y.astype(float))
@@ -170,7 +160,7 @@ def check_heads(params: dict, defaults: dict, set_by_user: set) -> None:
 def build_parser(defaults: dict) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tsrep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default=None, choices=sorted(SHIPPED),
+    parser.add_argument("--dataset", default=None, choices=sorted(CLI_SHIPPED),
                         help="train and score one EA-DC-Transformer on this problem (default: the benchmark)")
     bench = parser.add_argument_group("the benchmark (without --dataset)")
     bench.add_argument("--config", default="quick", help="benchmark config (default quick)")
@@ -231,7 +221,7 @@ def main(argv=None) -> int:
 
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 
-    task = SHIPPED[args.dataset]
+    task = CLI_SHIPPED[args.dataset]
     cls = EADCTransformerClassifier if task == "classification" else EADCTransformerRegressor
     try:  # every setting is checked before any data is loaded
         params, set_by_user = model_params(args, defaults)

@@ -107,6 +107,22 @@ SHIPPED_CLASSIFICATION = (
     "PLAID", "PickupGestureWiimoteZ",
 )
 SHIPPED_REGRESSION = ("Covid3Month", "CardanoSentiment", "Tecator")
+#: {name: task} of the shipped problems.
+SHIPPED = {
+    **dict.fromkeys(SHIPPED_CLASSIFICATION, "classification"),
+    **dict.fromkeys(SHIPPED_REGRESSION, "regression"),
+}
+#: The shipped problems ``python -m tsrep --dataset`` offers, and those tsrep-tune names when it falls
+#: back to aeon's loaders. Both read them with aeon's own loaders, which find sktime's files (PLAID,
+#: Tecator) only by downloading them, so only problems inside aeon qualify; of those, ACSF1 (1460 time
+#: steps) and PickupGestureWiimoteZ (unequal lengths, 5 training cases a class) are not offered.
+CLI_SHIPPED = {
+    name: SHIPPED[name]
+    for name in (
+        "BasicMotions", "JapaneseVowels", "ArrowHead", "GunPoint", "ItalyPowerDemand", "OSULeaf", "Covid3Month",
+        "CardanoSentiment",
+    )
+}
 
 COLLECTIONS = ("ucr", "uea", "monash", "paper-classification", "paper-regression", "shipped")
 

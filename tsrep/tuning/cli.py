@@ -59,9 +59,9 @@ def load_dataset(name: str, split: str):
 def _load_with_aeon(name: str, split: str):
     from aeon.datasets import load_classification, load_regression
 
-    from tsrep.__main__ import SHIPPED
+    from tsrep.data.archive import CLI_SHIPPED
 
-    task = SHIPPED.get(name)
+    task = CLI_SHIPPED.get(name)
     order = [task] if task else ["classification", "regression"]
     errors = []
     for kind in order:
@@ -74,7 +74,7 @@ def _load_with_aeon(name: str, split: str):
         return X, (y if kind == "classification" else y.astype(float)), kind
     raise CLIError(
         f"cannot load dataset {name!r} ({split}) with aeon's loaders: {'; '.join(errors)}. "
-        f"Problems shipped with aeon (offline): {', '.join(sorted(SHIPPED))}"
+        f"Problems shipped with aeon (offline): {', '.join(sorted(CLI_SHIPPED))}"
     )
 
 
