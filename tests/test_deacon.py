@@ -417,3 +417,18 @@ def test_one_inner_step_gives_the_step_of_no_inner_loop():
         changes.append([layer.weight.detach() - w0 for layer, w0 in zip(layers, before)])
     for a, b in zip(*changes):
         torch.testing.assert_close(a, b)
+
+
+# ----------------------------------------------------------------------------- one set of defaults
+def test_estimator_defaults_are_the_deacon_constants():
+    # scikit-learn wants literal defaults in __init__; they must stay the paper's settings of tsrep.nn.deacon.
+    import inspect
+
+    from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, GHA_LR
+
+    expected = {"deacon_dp": DEACON_DP, "deacon_xi": DEACON_XI, "deacon_inner_steps": DEACON_INNER_STEPS}
+    for cls in (EADCTransformerClassifier, EADCTransformerRegressor):
+        defaults = {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items() if k in expected}
+        assert defaults == expected, cls.__name__
+    layer = PCALayer(4, 2)
+    assert (layer.dP, layer.xi, layer.inner_steps, layer.gha_lr) == (DEACON_DP, DEACON_XI, DEACON_INNER_STEPS, GHA_LR)

@@ -1,6 +1,7 @@
 """Networks assembled from tsrep.nn."""
 
 from tsrep.backbones.dc_transformer import DCTransformerBlock, DCTransformerEncoder, DCTransformerLayer, split_width
+from tsrep.backbones.baselines import baseline_names, register_baseline
 from tsrep.backbones.heads import SeriesModel
 from tsrep.backbones.causal_cnn import CausalCNNEncoder
 from tsrep.backbones.recurrent import RecurrentEncoder
@@ -13,6 +14,7 @@ from tsrep.backbones.vision import EAViT, PatchEmbedding, ViTLayer
 __all__ = [
     "DCTransformerBlock", "DCTransformerEncoder", "DCTransformerLayer", "SeriesModel", "split_width",
     "CausalCNNEncoder", "RecurrentEncoder", "ResNetEncoder", "TSTEncoder",
+    "baseline_names", "register_baseline",
     "EATransformerSeq2Seq",
     "EATextClassifier", "EATextEncoder", "EATextOutput", "bundled_minilm_dir",
     "EAViT", "PatchEmbedding", "ViTLayer",

@@ -23,10 +23,7 @@ from __future__ import annotations
 import numbers
 
 from tsrep.backbones import SeriesModel
-from tsrep.backbones.causal_cnn import CausalCNNEncoder
-from tsrep.backbones.recurrent import RecurrentEncoder
-from tsrep.backbones.resnet import ResNetEncoder
-from tsrep.backbones.transformer import TSTEncoder
+from tsrep.backbones.baselines import baseline_builder, baseline_names
 from tsrep.estimators._base import EADCTransformerMixin
 from tsrep.estimators._common import TRAINING_PARAMS, resolve_device, validate_training_params
 from tsrep.estimators._long_runs import validate_long_run_options
@@ -35,7 +32,7 @@ from tsrep.estimators.classifier import EADCTransformerClassifier
 from tsrep.estimators.regressor import EADCTransformerRegressor
 from tsrep.nn.norm import NORMS
 
-BACKBONES = ("lstm", "gru", "resnet", "dilated-conv", "transformer")
+BACKBONES = baseline_names()
 # Each backbone's norm when norm=None: BatchNorm (padding-aware) as in ResNet and TST, and as the
 # EA-DC-Transformer's measured default (LayerNorm erases the amplitude of univariate inputs).
 DEFAULT_NORM = {"resnet": "batch", "transformer": "batch"}
@@ -44,16 +41,10 @@ DEFAULT_NORM = {"resnet": "batch", "transformer": "batch"}
 def build_encoder(backbone, in_channels, max_len, d_model, n_blocks, n_heads, kernel_size, dim_feedforward,
                   dropout, norm):
     """The encoder named `backbone`: forward(x (B, T, C), valid (B, T)) -> (B, T, encoder.d_model)."""
+    build = baseline_builder(backbone)  # registered in tsrep.backbones.baselines
     norm = norm or DEFAULT_NORM.get(backbone, "batch")
-    if backbone in ("lstm", "gru"):
-        return RecurrentEncoder(in_channels, max_len, backbone, d_model, n_blocks, dropout)
-    if backbone == "resnet":
-        return ResNetEncoder(in_channels, max_len, d_model, n_blocks, norm, dropout)
-    if backbone == "dilated-conv":
-        return CausalCNNEncoder(in_channels, max_len, d_model, n_blocks, kernel_size, dropout)
-    if backbone == "transformer":
-        return TSTEncoder(in_channels, max_len, d_model, 2 * n_blocks, n_heads, dim_feedforward, dropout, norm)
-    raise ValueError(f"backbone must be one of {BACKBONES}, got {backbone!r}")
+    return build(in_channels, max_len, d_model=d_model, n_blocks=n_blocks, n_heads=n_heads, kernel_size=kernel_size,
+                 dim_feedforward=dim_feedforward, dropout=dropout, norm=norm)
 
 
 class _BackboneMixin:

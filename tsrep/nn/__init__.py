@@ -2,7 +2,7 @@
 
 from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.attention_augmented_conv import AttentionAugmentedConv2d
-from tsrep.nn.attention_kinds import ATTENTION_KINDS, build_attention
+from tsrep.nn.attention_kinds import ATTENTION_KINDS, attention_kind_names, build_attention, register_attention
 from tsrep.nn.crossed import CrossedCoAttention
 from tsrep.nn.deacon import HEAD_MIXINGS, DeaconHeadMixing, PCALayer
 from tsrep.nn.interacting import check_interacting_heads, max_interacting_heads
@@ -19,7 +19,9 @@ __all__ = [
     "CrossedCoAttention",
     "DeaconHeadMixing",
     "PCALayer",
+    "attention_kind_names",
     "build_attention",
+    "register_attention",
     "check_interacting_heads",
     "max_interacting_heads",
     "AttentionMapEvolution",

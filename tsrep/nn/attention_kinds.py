@@ -7,6 +7,10 @@
     "interacting-summed"  ... (interacting="summed", Alg. 1)   as given, over h maps
     "crossed"      CrossedCoAttention (two branches)           as given, each branch its own maps
 
+Kinds are registered by name (as timm registers its models and layers): ``register_attention``
+adds one, ``attention_kind_names()`` lists them, and ``build_attention`` and the parameter checks look
+them up, so a new kind needs no change here.
+
 head_mixing (None or "deacon-direct" | "deacon-average" | "deacon-nonlinear") adds the DEACON PCA
 layer before the output projection of every attention module (each branch of a crossed one); it
 mixes the h head outputs, or the h*h pair outputs of interacting attention.
@@ -15,17 +19,103 @@ mixes the h head outputs, or the h*h pair outputs of interacting attention.
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
+from typing import Callable
 
 from torch import nn
 
 from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.crossed import CrossedCoAttention
-from tsrep.nn.deacon import HEAD_MIXINGS, max_deacon_m, validate_deacon_settings
-from tsrep.nn.interacting import n_virtual_heads
+from tsrep.nn.deacon import (
+    DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, max_deacon_m, validate_deacon_settings,
+)
+from tsrep.nn.interacting import INTERACTING_MODES, n_virtual_heads
 
-ATTENTION_KINDS = ("evolving", "vanilla", "interacting", "interacting-summed", "crossed")
 
-_INTERACTING = {"interacting": "pairs", "interacting-summed": "summed"}
+@dataclass(frozen=True)
+class AttentionKind:
+    """A registered attention kind.
+
+    build : callable
+        ``build(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, head_mixing=...,
+        deacon_m=..., deacon_settings=...)`` -> module with ``forward(x, valid, prev_logits) -> (out, logits)``.
+    interacting : {None, "pairs", "summed"}
+        How its heads interact (tsrep.nn.interacting): "pairs" gives h*h head outputs for DEACON to mix.
+    needs_attention_branch : bool
+        False for the kinds that a layer without attention (p = 0: dilated convolution only) may
+        name, as it names the default "evolving"; the others mean nothing there and are refused.
+    """
+
+    name: str
+    build: Callable[..., nn.Module]
+    interacting: str | None = None
+    needs_attention_branch: bool = True
+
+
+_REGISTRY: dict[str, AttentionKind] = {}
+
+
+def register_attention(name: str, *, interacting: str | None = None, needs_attention_branch: bool = True):
+    """Decorator registering ``build`` (see AttentionKind) as the attention kind `name`."""
+    if interacting is not None and interacting not in INTERACTING_MODES:
+        raise ValueError(f"interacting must be None or one of {INTERACTING_MODES}, got {interacting!r}")
+
+    def register(build: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
+        if name in _REGISTRY:
+            raise ValueError(f"attention kind {name!r} is already registered")
+        _REGISTRY[name] = AttentionKind(name, build, interacting, needs_attention_branch)
+        return build
+
+    return register
+
+
+def attention_kind_names() -> tuple[str, ...]:
+    """The registered attention kinds, in the order of registration."""
+    return tuple(_REGISTRY)
+
+
+def attention_kind(name: str) -> AttentionKind:
+    """The registered kind `name`; ValueError listing the registered kinds for any other value."""
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ValueError(f"attention must be one of {attention_kind_names()}, got {name!r}")
+    return _REGISTRY[name]
+
+
+@register_attention("evolving", needs_attention_branch=False)
+def _evolving_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+    return MultiHeadAttention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing)
+
+
+@register_attention("vanilla", needs_attention_branch=False)
+def _vanilla_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+    # alpha and beta are not used: plain attention whatever the model's evolving weights.
+    return MultiHeadAttention(dim_in, dim, n_heads, 0.0, 0.0, map_kernel_size, dropout, **mixing)
+
+
+@register_attention("interacting", interacting="pairs")
+def _interacting_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+    return MultiHeadAttention(
+        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, interacting="pairs", **mixing
+    )
+
+
+@register_attention("interacting-summed", interacting="summed")
+def _interacting_summed_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+    return MultiHeadAttention(
+        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, interacting="summed", **mixing
+    )
+
+
+@register_attention("crossed")
+def _crossed_co_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+    # Each branch's copy of the input gets its own dropout mask (rate: the model's dropout).
+    return CrossedCoAttention(
+        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, input_dropout=dropout, **mixing
+    )
+
+
+#: The kinds tsrep registers itself.
+ATTENTION_KINDS = attention_kind_names()
 
 
 def validate_attention_options(
@@ -34,20 +124,19 @@ def validate_attention_options(
     deacon_m: int | None,
     n_heads: int,
     d_attn: int,
-    deacon_dp: float = 0.2,
-    deacon_xi: float = 0.8,
-    deacon_inner_steps: int = 500,
+    deacon_dp: float = DEACON_DP,
+    deacon_xi: float = DEACON_XI,
+    deacon_inner_steps: int = DEACON_INNER_STEPS,
 ) -> None:
     """Raise ValueError naming the parameters of a bad or meaningless combination.
 
     n_heads and d_attn are assumed already checked (n_heads divides d_attn when d_attn > 0).
     """
-    if not isinstance(attention, str) or attention not in ATTENTION_KINDS:
-        raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {attention!r}")
+    kind = attention_kind(attention)
     if head_mixing is not None and head_mixing not in HEAD_MIXINGS:
         raise ValueError(f"head_mixing must be None or one of {HEAD_MIXINGS}, got {head_mixing!r}")
     if d_attn == 0:
-        if attention not in ("evolving", "vanilla"):
+        if kind.needs_attention_branch:
             raise ValueError(
                 f"attention={attention!r} needs an attention branch, but p gives none (p=0: dilated "
                 "convolution only); use p > 0 or attention='evolving'"
@@ -64,7 +153,7 @@ def validate_attention_options(
                 "set head_mixing or leave deacon_m=None"
             )
         return
-    n_mixed = n_virtual_heads(n_heads, _INTERACTING.get(attention))
+    n_mixed = n_virtual_heads(n_heads, kind.interacting)
     limit = max_deacon_m(head_mixing, n_mixed)
     if deacon_m is not None and (
         isinstance(deacon_m, bool) or not isinstance(deacon_m, numbers.Integral) or not 1 <= deacon_m <= limit
@@ -91,20 +180,14 @@ def build_attention(
     deacon_m: int | None = None,
     deacon_settings: dict | None = None,
 ) -> nn.Module:
-    """The attention module of one layer; forward(x, valid, prev_logits) -> (out, logits)."""
+    """The attention module of one layer, built by the registered kind `attention`;
+    forward(x, valid, prev_logits) -> (out, logits)."""
     settings = dict(deacon_settings or {})
     validate_attention_options(
         attention, head_mixing, deacon_m, n_heads, dim,
-        settings.get("dP", 0.2), settings.get("xi", 0.8), settings.get("inner_steps", 500),
+        settings.get("dP", DEACON_DP), settings.get("xi", DEACON_XI), settings.get("inner_steps", DEACON_INNER_STEPS),
     )
-    mixing = dict(head_mixing=head_mixing, deacon_m=deacon_m, deacon_settings=settings or None)
-    if attention == "vanilla":
-        alpha = beta = 0.0
-    if attention == "crossed":
-        # Each branch's copy of the input gets its own dropout mask (rate: the model's dropout).
-        return CrossedCoAttention(
-            dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, input_dropout=dropout, **mixing
-        )
-    return MultiHeadAttention(
-        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, interacting=_INTERACTING.get(attention), **mixing
+    return attention_kind(attention).build(
+        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout,
+        head_mixing=head_mixing, deacon_m=deacon_m, deacon_settings=settings or None,
     )

@@ -30,6 +30,16 @@ from tsrep.nn.norm import MaskedBatchNorm1d
 
 HEAD_MIXINGS = ("deacon-direct", "deacon-average", "deacon-nonlinear")
 
+# The paper's DEACON settings: the norm dP of every step, the share xi of the largest first-order loss
+# decrease each step must reach, and i GHA-only updates per batch: the defaults wherever a DEACON setting
+# is left out. The estimators' deacon_dp, deacon_xi and deacon_inner_steps repeat them as literals
+# (scikit-learn introspects __init__'s signature); a test keeps those equal to these.
+DEACON_DP = 0.2
+DEACON_XI = 0.8
+DEACON_INNER_STEPS = 500
+#: GHA-only step size, in units of 1 / trace(moment) (see PCALayer).
+GHA_LR = 0.5
+
 
 def pca_input_width(kind: str, n_heads: int) -> int:
     """Width of the PCA layer's input: h (direct, average) or h + h(h+1)/2 (nonlinear)."""
@@ -72,7 +82,15 @@ class PCALayer(nn.Module):
         GHA-only step size, in units of 1 / trace(moment) (so eta * lambda_max <= gha_lr: stable).
     """
 
-    def __init__(self, n_in: int, m: int, dP: float = 0.2, xi: float = 0.8, inner_steps: int = 500, gha_lr: float = 0.5):
+    def __init__(
+        self,
+        n_in: int,
+        m: int,
+        dP: float = DEACON_DP,
+        xi: float = DEACON_XI,
+        inner_steps: int = DEACON_INNER_STEPS,
+        gha_lr: float = GHA_LR,
+    ):
         super().__init__()
         if not 1 <= m <= n_in:
             raise ValueError(f"deacon_m must be in [1, {n_in}] here, got {m!r}")
@@ -95,7 +113,7 @@ class PCALayer(nn.Module):
         return f"n_in={self.n_in}, m={self.m}, dP={self.dP}, xi={self.xi}, inner_steps={self.inner_steps}"
 
 
-def validate_deacon_settings(dP, xi, inner_steps, gha_lr=0.5):
+def validate_deacon_settings(dP, xi, inner_steps, gha_lr=GHA_LR):
     if isinstance(dP, bool) or not (isinstance(dP, numbers.Real) and dP > 0):
         raise ValueError(f"deacon_dp must be a positive number, got {dP!r}")
     if isinstance(xi, bool) or not (isinstance(xi, numbers.Real) and 0 < xi < 1):
