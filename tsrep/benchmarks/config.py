@@ -200,87 +200,21 @@ def _check_shared_keys(section: dict, models: list[str], where: str) -> None:
 
 
 def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) -> BenchmarkConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"a benchmark config must be a YAML mapping, got {type(raw).__name__}")
-    unknown = [k for k in raw if k not in KEYS]
-    if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r}{_close(unknown[0], KEYS)}; known keys: {', '.join(KEYS)}")
-
-    models_raw = raw.get("models")
-    if not isinstance(models_raw, list) or not models_raw:
-        raise ConfigError("'models' must be a non-empty list of model names (tsrep.models, or aeon:<name>)")
-    try:
-        models = list(dict.fromkeys(resolve_model(m) for m in models_raw))
-    except ValueError as err:
-        raise ConfigError(f"models: {err}") from None
-
-    data = _mapping(raw, "data")
-    bad = [k for k in data if k not in DATA_KEYS]
-    if bad:
-        raise ConfigError(f"data: unknown key {bad[0]!r}{_close(bad[0], DATA_KEYS)}")
-    offline = data.get("offline")
-    if not (offline is None or isinstance(offline, bool) or Path(str(offline)).expanduser().is_dir()):
-        raise ConfigError(f"data.offline must be true, false or a directory of data files; {offline!r} is "
-                          "not a directory")
-    available_offline = _flag(data, "available_offline", False, "data.available_offline")
-
-    datasets = []
-    ds_raw = raw.get("datasets") or []
-    if not isinstance(ds_raw, list):
-        raise ConfigError(f"'datasets' must be a list of dataset names, got {ds_raw!r}")
-    col_raw = _name_list(raw, "collections", "collection names")
-    try:
-        for c in col_raw:
-            datasets.extend(list_datasets(c, cache_dir=data.get("cache_dir"), available_offline=available_offline,
-                                          offline=data.get("offline")))
-        datasets.extend(canonical_name(d) for d in ds_raw)
-    except (ValueError, NotADirectoryError) as err:
-        raise ConfigError(f"datasets: {err}") from None
-    datasets = list(dict.fromkeys(datasets))
-    if not datasets:
-        found = " (none of the collections' problems is on this machine: data.available_offline)" * bool(
-            col_raw and available_offline)
-        raise ConfigError(f"no datasets: give 'datasets' (names) and/or 'collections'{found}")
-
-    seeds = raw.get("seeds", [0])
-    if isinstance(seeds, int):
-        seeds = [seeds]
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise ConfigError(f"'seeds' must be a non-empty list of integers, got {seeds!r}")
-
+    """The BenchmarkConfig of a config's YAML mapping; ConfigError naming the first malformed key."""
+    _check_keys(raw)
+    models = _models(raw)
+    data, available_offline = _data_section(raw)
+    datasets = _datasets(raw, data, available_offline)
+    seeds = _seeds(raw)
     params = _mapping(raw, "params")
     _check_shared_keys(params, models, "params")
     grid = _grid(_mapping(raw, "grid"), "grid")
     _check_shared_keys(grid, models, "grid")
     model_params = _check_model_keys(_mapping(raw, "model_params"), models, "model_params", False)
     model_grid = _check_model_keys(_mapping(raw, "model_grid"), models, "model_grid", True)
-    dataset_params = {}
-    for ds, value in _mapping(raw, "dataset_params").items():
-        try:
-            ds_name = canonical_name(ds)
-        except ValueError as err:
-            raise ConfigError(f"dataset_params: {err}") from None
-        if not isinstance(value, dict):
-            raise ConfigError(f"dataset_params.{ds} must be a mapping of parameters, got {value!r}")
-        _check_shared_keys(value, models, f"dataset_params.{ds}")
-        dataset_params[ds_name] = dict(value)
-
-    selection = _mapping(raw, "selection")
-    bad = [k for k in selection if k not in SELECTION_KEYS]
-    if bad:
-        raise ConfigError(f"selection: unknown key {bad[0]!r}{_close(bad[0], SELECTION_KEYS)}")
-    fraction = selection.get("validation_fraction", 0.2)
-    if not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
-        raise ConfigError(f"selection.validation_fraction must be in (0, 1), got {fraction!r}")
-    refit = _flag(selection, "refit", True, "selection.refit")
-
-    published_raw = _name_list(raw, "published", "method names")
-    try:
-        published = resolve_methods(published_raw)
-        published_split = resolve_split(raw.get("published_split", "fold0"))
-    except ValueError as err:
-        raise ConfigError(f"published: {err}") from None
-    published_in_ranks = _flag(raw, "published_in_ranks", False, "published_in_ranks")
+    dataset_params = _dataset_params(raw, models)
+    fraction, refit = _selection(raw)
+    published, published_split, published_in_ranks = _published(raw)
     for key in ("scheduler", "store"):
         if raw.get(key) is not None and (not isinstance(raw[key], str) or not raw[key].strip()):
             raise ConfigError(f"'{key}' must be a non-empty string, got {raw[key]!r}")
@@ -289,7 +223,7 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
         name=str(raw.get("name") or name),
         datasets=datasets,
         models=models,
-        seeds=list(dict.fromkeys(seeds)),
+        seeds=seeds,
         params=dict(params),
         model_params=model_params,
         dataset_params=dataset_params,
@@ -308,11 +242,118 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
         scheduler=raw.get("scheduler"),
         store=raw.get("store"),
     )
-    # Every cell's parameters must build a valid estimator: catch contradictions (e.g. beta for
-    # "w/o Convolution") and bad values (d_model: -8) now, not in every cell after an hour of training.
+    _check_every_cell(cfg)
+    return cfg
+
+
+def _check_keys(raw) -> None:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"a benchmark config must be a YAML mapping, got {type(raw).__name__}")
+    unknown = [k for k in raw if k not in KEYS]
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r}{_close(unknown[0], KEYS)}; known keys: {', '.join(KEYS)}")
+
+
+def _models(raw: dict) -> list[str]:
+    """The registry names of 'models', each once, in their order."""
+    models_raw = raw.get("models")
+    if not isinstance(models_raw, list) or not models_raw:
+        raise ConfigError("'models' must be a non-empty list of model names (tsrep.models, or aeon:<name>)")
+    try:
+        return list(dict.fromkeys(resolve_model(m) for m in models_raw))
+    except ValueError as err:
+        raise ConfigError(f"models: {err}") from None
+
+
+def _data_section(raw: dict) -> tuple[dict, bool]:
+    """The 'data' mapping and its available_offline flag."""
+    data = _mapping(raw, "data")
+    bad = [k for k in data if k not in DATA_KEYS]
+    if bad:
+        raise ConfigError(f"data: unknown key {bad[0]!r}{_close(bad[0], DATA_KEYS)}")
+    offline = data.get("offline")
+    if not (offline is None or isinstance(offline, bool) or Path(str(offline)).expanduser().is_dir()):
+        raise ConfigError(f"data.offline must be true, false or a directory of data files; {offline!r} is "
+                          "not a directory")
+    return data, _flag(data, "available_offline", False, "data.available_offline")
+
+
+def _datasets(raw: dict, data: dict, available_offline: bool) -> list[str]:
+    """The problems of 'collections', then of 'datasets', each once, by their archive names."""
+    datasets = []
+    ds_raw = raw.get("datasets") or []
+    if not isinstance(ds_raw, list):
+        raise ConfigError(f"'datasets' must be a list of dataset names, got {ds_raw!r}")
+    col_raw = _name_list(raw, "collections", "collection names")
+    try:
+        for c in col_raw:
+            datasets.extend(list_datasets(c, cache_dir=data.get("cache_dir"), available_offline=available_offline,
+                                          offline=data.get("offline")))
+        datasets.extend(canonical_name(d) for d in ds_raw)
+    except (ValueError, NotADirectoryError) as err:
+        raise ConfigError(f"datasets: {err}") from None
+    datasets = list(dict.fromkeys(datasets))
+    if not datasets:
+        found = " (none of the collections' problems is on this machine: data.available_offline)" * bool(
+            col_raw and available_offline)
+        raise ConfigError(f"no datasets: give 'datasets' (names) and/or 'collections'{found}")
+    return datasets
+
+
+def _seeds(raw: dict) -> list[int]:
+    """'seeds' (one integer alone is a list of one), each once."""
+    seeds = raw.get("seeds", [0])
+    if isinstance(seeds, int):
+        seeds = [seeds]
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ConfigError(f"'seeds' must be a non-empty list of integers, got {seeds!r}")
+    return list(dict.fromkeys(seeds))
+
+
+def _dataset_params(raw: dict, models: list[str]) -> dict:
+    """'dataset_params' keyed by the archive names of its problems."""
+    dataset_params = {}
+    for ds, value in _mapping(raw, "dataset_params").items():
+        try:
+            ds_name = canonical_name(ds)
+        except ValueError as err:
+            raise ConfigError(f"dataset_params: {err}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"dataset_params.{ds} must be a mapping of parameters, got {value!r}")
+        _check_shared_keys(value, models, f"dataset_params.{ds}")
+        dataset_params[ds_name] = dict(value)
+    return dataset_params
+
+
+def _selection(raw: dict) -> tuple[float, bool]:
+    """(validation_fraction, refit) of the 'selection' mapping."""
+    selection = _mapping(raw, "selection")
+    bad = [k for k in selection if k not in SELECTION_KEYS]
+    if bad:
+        raise ConfigError(f"selection: unknown key {bad[0]!r}{_close(bad[0], SELECTION_KEYS)}")
+    fraction = selection.get("validation_fraction", 0.2)
+    if not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+        raise ConfigError(f"selection.validation_fraction must be in (0, 1), got {fraction!r}")
+    return fraction, _flag(selection, "refit", True, "selection.refit")
+
+
+def _published(raw: dict) -> tuple[list[str], str, bool]:
+    """(published methods, published_split, published_in_ranks)."""
+    published_raw = _name_list(raw, "published", "method names")
+    try:
+        published = resolve_methods(published_raw)
+        published_split = resolve_split(raw.get("published_split", "fold0"))
+    except ValueError as err:
+        raise ConfigError(f"published: {err}") from None
+    return published, published_split, _flag(raw, "published_in_ranks", False, "published_in_ranks")
+
+
+def _check_every_cell(cfg: BenchmarkConfig) -> None:
+    """Every cell's parameters must build a valid estimator: catch contradictions (e.g. beta for
+    "w/o Convolution") and bad values (d_model: -8) now, not in every cell after an hour of training."""
     checked = set()
-    for model in models:
-        for dataset in datasets:
+    for model in cfg.models:
+        for dataset in cfg.datasets:
             for point in grid_points(cfg.grid_for(model)):
                 settings = repr((model, sorted(cfg.params_for(model, dataset).items()), sorted(point.items())))
                 if settings in checked:  # datasets without params of their own share one check
@@ -325,7 +366,6 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
                 except (ValueError, TypeError) as err:
                     where = f" with grid point {point}" if point else ""
                     raise ConfigError(f"model {model!r} on {dataset}{where}: {err}") from None
-    return cfg
 
 
 def grid_points(grid: dict) -> list[dict]:

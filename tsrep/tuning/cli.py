@@ -172,46 +172,21 @@ def make_pruner(name: str):
 
 def run(args) -> int:
     from sklearn.base import clone
-    from tqdm.auto import tqdm
 
-    from tsrep.tuning import save_config, tune
-    from tsrep.tuning.config import resolve_model
-    from tsrep.tuning.storage import default_storage_url, mask_url
+    from tsrep.tuning import tune
+    from tsrep.tuning.storage import mask_url
 
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     X, y, task = load_dataset(args.dataset, "train")
-    model_name = MODELS[args.model] if args.model != "auto" else (
-        "EADCTransformerClassifier" if task == "classification" else "EADCTransformerRegressor"
-    )
-    cls = resolve_model(model_name)
-    estimator = cls(random_state=args.seed, device=args.device)
-    if args.max_epochs is not None:
-        estimator.set_params(max_epochs=args.max_epochs)
-    space = {}
-    if args.search_space is not None:
-        space.update(read_search_space(args.search_space))
-    space.update(dict(parse_assignment(a) for a in args.assignments))
+    estimator, model_name = _estimator(args, task)
+    space = _search_space(args)
     study_name = args.study_name or f"{args.dataset}-{model_name.replace('EADCTransformer', '').lower()}"
     output = args.output or Path("tuning") / study_name
     check_output(output)
-    storage = args.storage or default_storage_url()
-    if "://" not in storage and storage not in ("memory", ":memory:"):
-        storage = f"sqlite:///{Path(storage).expanduser().resolve()}"
-
-    def report(study, trial):
-        if args.quiet:
-            return
-        try:
-            best = f"best {study.best_value:.4f} (trial {study.best_trial.number})"
-        except ValueError:
-            best = "no completed trial yet"
-        value = f"{trial.value:.4f}" if trial.value is not None else "-"
-        seconds = (trial.datetime_complete - trial.datetime_start).total_seconds() if trial.datetime_complete else 0
-        tqdm.write(f"trial {trial.number:>4} {trial.state.name.lower():<8} value {value} | {best} | "
-                   f"{seconds:.1f} s | {trial.params}")
+    storage = _storage_url(args.storage)
 
     print(f"tsrep-tune: {args.dataset} ({task}, {len(y)} training cases), {model_name}, study {study_name!r} "
           f"in {mask_url(str(storage))}", flush=True)
@@ -224,21 +199,91 @@ def run(args) -> int:
         pruner=make_pruner(args.pruner), seed=args.sampler_seed,
         cv=args.cv, validation_size=args.validation_size, random_state=args.seed,
         refit=False, heartbeat_interval=args.heartbeat_interval or None, grace_period=args.grace_period,
-        max_retry=args.max_retry, callbacks=[report], show_progress_bar=not args.quiet,
+        max_retry=args.max_retry, callbacks=[_trial_reporter(args.quiet)], show_progress_bar=not args.quiet,
     )
-    study = result.study
-    states = {}
-    for t in study.get_trials(deepcopy=False):
-        states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
-    print(f"study {study_name!r}: {len(study.trials)} trials {states}; this run {time.perf_counter() - start:.1f} s")
+    states = _trial_states(result.study)
+    print(f"study {study_name!r}: {len(result.study.trials)} trials {states}; "
+          f"this run {time.perf_counter() - start:.1f} s")
     if result.best_trial is None:
         print("no completed trial yet: no configuration written")
         return 1
     best = clone(estimator).set_params(**result.best_params)
+    _write_best(args, result, best, X, y, mask_url(str(storage)), states, output)
+    if not args.no_plots:
+        _write_plots(result.study, output)
+    return 0
+
+
+def _estimator(args, task: str):
+    """(estimator, class name): --model's, or the one of the data set's task, with --seed, --device, --max-epochs."""
+    from tsrep.tuning.config import resolve_model
+
+    model_name = MODELS[args.model] if args.model != "auto" else (
+        "EADCTransformerClassifier" if task == "classification" else "EADCTransformerRegressor"
+    )
+    estimator = resolve_model(model_name)(random_state=args.seed, device=args.device)
+    if args.max_epochs is not None:
+        estimator.set_params(max_epochs=args.max_epochs)
+    return estimator, model_name
+
+
+def _search_space(args) -> dict:
+    """The overrides of --search-space, then of every --set (a later one wins)."""
+    space = {}
+    if args.search_space is not None:
+        space.update(read_search_space(args.search_space))
+    space.update(dict(parse_assignment(a) for a in args.assignments))
+    return space
+
+
+def _storage_url(storage: str | None) -> str:
+    """--storage as an Optuna storage URL: a path is an SQLite file; the default is default_storage_url()."""
+    from tsrep.tuning.storage import default_storage_url
+
+    storage = storage or default_storage_url()
+    if "://" not in storage and storage not in ("memory", ":memory:"):
+        storage = f"sqlite:///{Path(storage).expanduser().resolve()}"
+    return storage
+
+
+def _trial_reporter(quiet: bool):
+    """The Optuna callback printing one line a finished trial (nothing when quiet)."""
+    from tqdm.auto import tqdm
+
+    def report(study, trial):
+        if quiet:
+            return
+        try:
+            best = f"best {study.best_value:.4f} (trial {study.best_trial.number})"
+        except ValueError:
+            best = "no completed trial yet"
+        value = f"{trial.value:.4f}" if trial.value is not None else "-"
+        seconds = (trial.datetime_complete - trial.datetime_start).total_seconds() if trial.datetime_complete else 0
+        tqdm.write(f"trial {trial.number:>4} {trial.state.name.lower():<8} value {value} | {best} | "
+                   f"{seconds:.1f} s | {trial.params}")
+
+    return report
+
+
+def _trial_states(study) -> dict:
+    """{state: number of trials} of the study, states in lower case."""
+    states = {}
+    for t in study.get_trials(deepcopy=False):
+        states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
+    return states
+
+
+def _write_best(args, result, best, X, y, storage: str, states: dict, output: Path) -> None:
+    """best.yaml in output: the best configuration and how it was found (with --test-score, its TEST score)."""
+    from sklearn.base import clone
+
+    from tsrep.tuning import save_config
+
+    study = result.study
     metric = study.user_attrs.get("tsrep_scoring", "score")
     tuning = {
-        "study_name": study_name,
-        "storage": mask_url(str(storage)),
+        "study_name": study.study_name,
+        "storage": storage,
         "best_trial": result.best_trial.number,
         "best_validation": {"metric": metric, "value": result.best_value,
                             "on": study.user_attrs.get("tsrep_validation")},
@@ -255,15 +300,16 @@ def run(args) -> int:
     path = save_config(best, output / "best.yaml", dataset=args.dataset, tuning=tuning)
     print(f"best validation {metric} {result.best_value:.4f} (trial {result.best_trial.number}): {result.best_params}")
     print(f"wrote {path}")
-    if not args.no_plots:
-        from tsrep.tuning.plots import save_study_plots
 
-        try:
-            for kind, png in save_study_plots(study, output).items():
-                print(f"wrote {png}")
-        except ImportError as e:
-            print(f"no pictures: {e}", file=sys.stderr)
-    return 0
+
+def _write_plots(study, output: Path) -> None:
+    from tsrep.tuning.plots import save_study_plots
+
+    try:
+        for kind, png in save_study_plots(study, output).items():
+            print(f"wrote {png}")
+    except ImportError as e:
+        print(f"no pictures: {e}", file=sys.stderr)
 
 
 def main(argv=None) -> int:

@@ -398,27 +398,56 @@ def tune(
     >>> len(study.trials), best.alpha in (0.1, 0.9)
     (2, True)
     """
+    _check_estimator_and_data(estimator, X, y)
+    space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
+    n_trials = _trials_to_run(n_trials, max_trials, timeout)
+    splits = make_splits(X, y, cv, validation_size, random_state, is_classifier(estimator))
+    scorer = check_scoring(estimator, scoring=scoring)
+
+    study, storage_obj = _open_study(
+        storage, study_name, load_if_exists, sampler, seed, pruner, heartbeat_interval, grace_period, max_retry
+    )
+    identity = study_identity(estimator, X, y, space, cv, validation_size, random_state, scoring)
+    validation = f"{len(splits)}-fold CV" if cv is not None else f"hold-out {validation_size}"
+    _check_and_record_identity(study, identity, _metric_name(estimator, scoring), validation)  # before any trial
+    _fail_dead_owner_trials(study, max_retry)
+    for params in enqueue or []:
+        study.enqueue_trial(params, skip_if_exists=True)
+
+    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials, reuse_duplicates)
+    logger.info("study %r in %s", study.study_name, mask_url(getattr(storage_obj, "url", "memory")))
+    _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval)
+    return _best_result(study, estimator, X, y, space, refit)
+
+
+def _check_estimator_and_data(estimator, X, y) -> None:
     if not (hasattr(estimator, "fit") and hasattr(estimator, "get_params")):
         raise TypeError(
             f"estimator must be a scikit-learn style estimator (with fit and get_params), got {estimator!r}"
         )
     check_same_length(X, y)
-    space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
+
+
+def _trials_to_run(n_trials, max_trials, timeout) -> int | None:
+    """n_trials, DEFAULT_N_TRIALS when nothing else ends the search; ValueError for a bad budget."""
     if n_trials is None and max_trials is None and timeout is None:
         n_trials = DEFAULT_N_TRIALS
     for name, value in (("n_trials", n_trials), ("max_trials", max_trials)):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    classifier = is_classifier(estimator)
-    splits = make_splits(X, y, cv, validation_size, random_state, classifier)
-    scorer = check_scoring(estimator, scoring=scoring)
+    return n_trials
 
+
+def _open_study(storage, study_name, load_if_exists, sampler, seed, pruner, heartbeat_interval, grace_period,
+                max_retry) -> tuple[optuna.Study, object]:
+    """(study, storage object): a new study, or the existing one of that name, which must maximise."""
     storage_obj = resolve_storage(
         "memory" if storage is None else storage,
         heartbeat_interval=heartbeat_interval, grace_period=grace_period, max_retry=max_retry,
     )
-    distributed = isinstance(storage_obj, optuna.storages.RDBStorage)
     if sampler is None:
+        # Workers sharing a database see each other's running trials: constant_liar keeps them apart.
+        distributed = isinstance(storage_obj, optuna.storages.RDBStorage)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=distributed)
@@ -432,24 +461,29 @@ def tune(
     )
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise ValueError(f"study {study.study_name!r} exists and minimises; tsrep studies maximise a score")
+    return study, storage_obj
+
+
+def _check_and_record_identity(study: optuna.Study, identity: dict, metric: str, validation: str) -> None:
+    """check_study_identity, and in a new study also what it tunes and how trials are scored."""
     new_study = "tsrep_search_space" not in study.user_attrs
-    identity = study_identity(estimator, X, y, space, cv, validation_size, random_state, scoring)
-    check_study_identity(study, identity, new_study)  # before any trial runs
+    check_study_identity(study, identity, new_study)
     if new_study:
         study.set_user_attr("tsrep_estimator", identity["estimator"])
         study.set_user_attr("tsrep_search_space", identity["space"])
-        study.set_user_attr("tsrep_scoring", _metric_name(estimator, scoring))
-        study.set_user_attr("tsrep_validation", f"{len(splits)}-fold CV" if cv is not None else f"hold-out {validation_size}")
-    for number in fail_dead_owner_trials(study, max_retry):  # a killed run's trial, before the heartbeat's grace
+        study.set_user_attr("tsrep_scoring", metric)
+        study.set_user_attr("tsrep_validation", validation)
+
+
+def _fail_dead_owner_trials(study: optuna.Study, max_retry) -> None:
+    """Fail (and queue again) the trials a killed run of this machine left running, before the heartbeat's grace."""
+    for number in fail_dead_owner_trials(study, max_retry):
         logger.warning("study %r: trial %d was left running by a process of this machine that is gone; "
                        "marked failed%s", study.study_name, number, " and queued again" if max_retry != 0 else "")
-    for params in enqueue or []:
-        study.enqueue_trial(params, skip_if_exists=True)
 
-    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials, reuse_duplicates)
-    logger.info("study %r in %s", study.study_name, mask_url(getattr(storage_obj, "url", "memory")))
-    _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval)
 
+def _best_result(study: optuna.Study, estimator, X, y, space: SearchSpace, refit: bool) -> TuneResult:
+    """The TuneResult of the study's best trial, its parameters refitted on all of (X, y) when refit."""
     try:
         best_trial = study.best_trial
     except ValueError:
