@@ -27,6 +27,7 @@ import numpy as np
 
 from tsrep._cli import positive_int
 from tsrep.data.archive import CLI_SHIPPED
+from tsrep.nn.attention_kinds import ATTENTION_KINDS
 
 # Flags for the main estimator parameters: (flag, parameter, type, help). Each defaults to the estimator's own
 # default (shown in --help); any other parameter is --param key=value.
@@ -37,7 +38,7 @@ MODEL_FLAGS = (
     ("--p", "p", float, "share of the channels given to attention (0: dilated convolution only)"),
     ("--alpha", "alpha", float, "evolving attention: weight of the previous layer's map (Eq. 1)"),
     ("--beta", "beta", float, "evolving attention: weight of the convolved map (Eq. 1)"),
-    ("--attention", "attention", str, "evolving, vanilla, interacting, interacting-summed or crossed"),
+    ("--attention", "attention", str, f"{', '.join(ATTENTION_KINDS[:-1])} or {ATTENTION_KINDS[-1]}"),
     ("--max-epochs", "max_epochs", int, "epochs, raised where needed to take at least --min-steps steps"),
     ("--min-steps", "min_steps", int, "at least this many optimiser steps (0: exactly --max-epochs epochs)"),
     ("--batch-size", "batch_size", int, "cases per optimiser step"),
