@@ -21,6 +21,7 @@ from torch import nn
 from tsrep.nn import CausalDilatedConv1d, SequenceNorm
 from tsrep.nn.attention_kinds import build_attention, validate_attention_options
 from tsrep.nn.checkpointing import checkpointed
+from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI
 from tsrep.nn.patching import front_end, n_tokens
 
 
@@ -175,7 +176,7 @@ class DCTransformerEncoder(nn.Module):
         settings = dict(deacon_settings or {})
         validate_attention_options(
             attention, head_mixing, deacon_m, n_heads, split_width(d_model, p)[0],
-            settings.get("dP", 0.2), settings.get("xi", 0.8), settings.get("inner_steps", 500),
+            settings.get("dP", DEACON_DP), settings.get("xi", DEACON_XI), settings.get("inner_steps", DEACON_INNER_STEPS),
         )
         self.d_model = d_model
         self.max_len = max_len

@@ -158,12 +158,13 @@ class _BackboneMixin:
         super(EADCTransformerMixin, self).__init__()
 
     def _validate_params(self):
-        if self.backbone not in BACKBONES:
+        names = baseline_names()  # read now: a baseline registered after import is accepted too
+        if self.backbone not in names:
             import difflib
 
-            close = difflib.get_close_matches(str(self.backbone), BACKBONES, n=1)
+            close = difflib.get_close_matches(str(self.backbone), names, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"backbone must be one of {BACKBONES}, got {self.backbone!r}{hint}")
+            raise ValueError(f"backbone must be one of {names}, got {self.backbone!r}{hint}")
         for name in ("d_model", "n_blocks", "kernel_size"):
             value = getattr(self, name)
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
