@@ -30,6 +30,10 @@ def test_names_are_put_in_application_order_and_bad_names_are_refused():
 def test_auto_augments_small_training_sets_only():
     assert resolve_augmentation("auto", 99) == DEFAULT_AUGMENTATION
     assert resolve_augmentation("auto", 100) is None
+    # Short series (fewer than 32 steps: per-step tokens) are not window-sliced, only scaled and jittered.
+    assert resolve_augmentation("auto", 99, min_length=32) == DEFAULT_AUGMENTATION
+    assert resolve_augmentation("auto", 99, min_length=31) == "scaling+jitter"
+    assert resolve_augmentation("auto", 100, min_length=10) is None
     assert resolve_augmentation("jitter", 5000) == "jitter" and resolve_augmentation(None, 10) is None
     assert validate_augmentation("auto") == ()
 
@@ -107,5 +111,11 @@ def test_auto_is_resolved_on_the_training_cases_of_the_fit():
     y = np.array(["a", "b"] * 50)
     kw = dict(d_model=8, n_heads=2, n_blocks=1, max_epochs=1, min_steps=0, random_state=0)
     assert EADCTransformerClassifier(**kw).fit(X, y).augmentation_ is None
-    small = EADCTransformerClassifier(**kw).fit(X[:40], y[:40])
-    assert small.augmentation_ == DEFAULT_AUGMENTATION and small.module_.augment is not None
+    small = EADCTransformerClassifier(**kw).fit(X[:40], y[:40])  # 16-step series: no window slicing
+    assert small.augmentation_ == "scaling+jitter" and small.module_.augment is not None
+    assert small.module_.augment.names == ("scaling", "jitter")
+    long_enough = np.concatenate([X[:40], X[:40]], axis=2)  # 32 steps
+    assert EADCTransformerClassifier(**kw).fit(long_enough, y[:40]).augmentation_ == DEFAULT_AUGMENTATION
+    # Unequal lengths: the shortest training series decides.
+    mixed = [c[:, :31] if i == 0 else np.concatenate([c, c], axis=1) for i, c in enumerate(X[:40])]
+    assert EADCTransformerClassifier(**kw).fit(mixed, y[:40]).augmentation_ == "scaling+jitter"

@@ -100,7 +100,7 @@ class _BackboneMixin:
         scaling="standard",
         lr=1e-3,
         batch_size=64,
-        max_epochs=100,
+        max_epochs=300,
         min_steps=800,
         validation_fraction="auto",
         patience=20,
