@@ -251,13 +251,19 @@ def test_tune_ctrl_c_is_one_line_and_keeps_finished_trials(tmp_path, monkeypatch
         return run
 
     monkeypatch.setattr(tune_mod, "make_objective", interrupted_at_second_trial)
+    # Ctrl-C as a terminal delivers it: Python's own handler, whatever an earlier test or library left installed
+    # (in one full-suite run the signal was swallowed and the study ran to its end).
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     space = tmp_path / "space.yaml"
     space.write_text(yaml.safe_dump({**TUNE_SPACE, "max_epochs": 1}))
     db = tmp_path / "study.db"
-    code = tune_main(["--dataset", "BasicMotions", "--storage", str(db), "--study-name", "ctrl-c", "--n-trials", "3",
-                      "--search-space", str(space), "--no-plots", "--quiet", "--output", str(tmp_path / "out")])
+    try:
+        code = tune_main(["--dataset", "BasicMotions", "--storage", str(db), "--study-name", "ctrl-c", "--n-trials", "3",
+                          "--search-space", str(space), "--no-plots", "--quiet", "--output", str(tmp_path / "out")])
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     err = capsys.readouterr().err
-    assert code == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert code == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, (code, inherited, err)
     assert [line for line in err.splitlines() if line.strip()] == [
         "tsrep-tune: interrupted: the trial under way is marked failed, the finished trials stay; they are kept in "
         "the study's storage; run the same command again to go on"]
