@@ -6,6 +6,7 @@ import torch
 import tsrep.backbones.baselines as baselines
 import tsrep.nn.attention_kinds as attention_kinds
 from tsrep.backbones import CausalCNNEncoder, RecurrentEncoder, ResNetEncoder, TSTEncoder
+from tsrep.backbones.baselines import register_baseline
 from tsrep.estimators.backbone import BACKBONES, build_encoder
 from tsrep.nn import ATTENTION_KINDS, CrossedCoAttention, MultiHeadAttention, build_attention, register_attention
 from tsrep.nn.attention_kinds import attention_kind_names, validate_attention_options
@@ -104,3 +105,11 @@ def test_a_registered_baseline_is_built_by_name(monkeypatch):
     assert type(encoder) is RecurrentEncoder and encoder.d_model == 16
     with pytest.raises(ValueError, match="already registered"):
         baselines.register_baseline("gru")(wide_gru)
+
+
+@pytest.mark.parametrize("name", ["", 3, None])
+def test_registering_needs_a_non_empty_string_name(name):
+    with pytest.raises(ValueError, match="name must be a non-empty string"):
+        register_attention(name)
+    with pytest.raises(ValueError, match="name must be a non-empty string"):
+        register_baseline(name)

@@ -28,6 +28,8 @@ _REGISTRY: dict[str, Callable[..., nn.Module]] = {}
 
 def register_baseline(name: str):
     """Decorator registering ``build`` (see the module docstring) as the baseline encoder `name`."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a baseline encoder's name must be a non-empty string, got {name!r}")
 
     def register(build: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if name in _REGISTRY:

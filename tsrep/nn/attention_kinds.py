@@ -57,6 +57,8 @@ _REGISTRY: dict[str, AttentionKind] = {}
 
 def register_attention(name: str, *, interacting: str | None = None, needs_attention_branch: bool = True):
     """Decorator registering ``build`` (see AttentionKind) as the attention kind `name`."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"an attention kind's name must be a non-empty string, got {name!r}")
     if interacting is not None and interacting not in INTERACTING_MODES:
         raise ValueError(f"interacting must be None or one of {INTERACTING_MODES}, got {interacting!r}")
 
