@@ -19,8 +19,7 @@ from tsrep import EADCTransformerClassifier, EADCTransformerRegressor, TSRepEnco
 from tsrep._io import atomic_write
 from tsrep.data import DatasetNotFoundError, list_datasets, load_archive, read_tsv
 from tsrep.estimators import _memory
-from tsrep.estimators._common import MissingChannelWarning
-from tsrep.estimators._memory import InsufficientMemoryError
+from tsrep.exceptions import InsufficientMemoryError, MissingChannelWarning
 from tsrep.representation import ENCODER_FORMAT, load_encoder
 
 TINY = dict(d_model=8, n_heads=2, n_blocks=1, p=0.5, max_epochs=1, min_steps=0, batch_size=4, device="cpu",

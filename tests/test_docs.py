@@ -32,7 +32,7 @@ DOCTESTED = [
     "tsrep.models.get_model",
 ]
 PUBLIC_MODULES = ["tsrep", "tsrep.estimators", "tsrep.data", "tsrep.tuning", "tsrep.benchmarks", "tsrep.analysis",
-                  "tsrep.training", "tsrep.backbones", "tsrep.nn"]
+                  "tsrep.training", "tsrep.backbones", "tsrep.nn", "tsrep.exceptions"]
 
 
 def api_entries() -> set[str]:

@@ -39,14 +39,11 @@ import numpy as np
 import torch
 
 from tsrep._io import atomic_write
+from tsrep.exceptions import ModelFileError
 
 FORMAT = "tsrep-model"
 FORMAT_VERSION = 1
 _TAGS = ("$tuple", "$dict", "$array", "$float")
-
-
-class ModelFileError(ValueError):
-    """A file that is not a tsrep model file this tsrep can read (wrong kind, newer format, corrupt)."""
 
 
 def _safetensors():

@@ -67,6 +67,7 @@ import yaml
 from tsrep.benchmarks.published import resolve_methods, resolve_split
 from tsrep.benchmarks.registry import all_params, build_model, model_params, resolve_model
 from tsrep.data.archive import canonical_name, list_datasets
+from tsrep.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -83,10 +84,6 @@ DATA_KEYS = ("offline", "cache_dir", "available_offline")
 # own configs, which override tsrep's), then the configs that ship inside the package (tsrep/configs).
 USER_CONFIG_DIR = Path("configs")
 CONFIG_SUFFIXES = (".yaml", ".yml")
-
-
-class ConfigError(ValueError):
-    """A benchmark configuration that cannot be run."""
 
 
 @dataclass

@@ -34,6 +34,7 @@ import numpy as np
 from tsrep.benchmarks.config import BenchmarkConfig, grid_points
 from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, cell_key
 from tsrep.data.archive import dataset_task, load_archive
+from tsrep.exceptions import SchedulerError
 
 
 @dataclass(frozen=True)
@@ -220,10 +221,6 @@ def _run_in_worker(cell: Cell, threads: int | None, parent_pid: int | None = Non
         _exit_with_parent(parent_pid)
     torch.set_num_threads(threads or _worker_threads())
     return run_cell(cell)
-
-
-class SchedulerError(ConnectionError):
-    """The Dask scheduler cannot be reached, or Dask's distributed is not installed."""
 
 
 def _probe_scheduler(address: str, timeout: float) -> None:

@@ -25,6 +25,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from tsrep.exceptions import StoreError
 from tsrep.tuning.storage import mask_url, with_postgres_driver
 
 DEFAULT_NAME = "results.sqlite"
@@ -58,10 +59,6 @@ _UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
 # SQLite's words for a file that is not (or no longer) a whole database.
 _DAMAGED = ("file is not a database", "malformed", "disk image", "not a database")
-
-
-class StoreError(RuntimeError):
-    """The results store cannot be opened, read or written (damaged file, unreachable server)."""
 
 
 def cell_key(spec: dict) -> str:

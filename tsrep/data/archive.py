@@ -64,6 +64,8 @@ import pandas as pd
 from aeon.datasets.tsc_datasets import univariate as _aeon_ucr
 from aeon.datasets.tsc_datasets import univariate_missing_values as _aeon_ucr_missing_values
 
+from tsrep.exceptions import DatasetNotFoundError, TsFormatError
+
 #: The 128 problems of the UCR 2018 univariate time series classification archive (Dau et al. 2019),
 #: as aeon lists them.
 UCR = tuple(_aeon_ucr)
@@ -142,10 +144,6 @@ ALIASES = {
 ENV_CACHE = "TSREP_DATA_DIR"
 ENV_OFFLINE = "TSREP_OFFLINE"
 DEFAULT_CACHE = Path("~/.cache/tsrep/archives")
-
-
-class DatasetNotFoundError(FileNotFoundError):
-    """A problem that is neither on disk nor downloadable (offline, or the download failed)."""
 
 
 def _task_of() -> dict[str, str]:
@@ -449,10 +447,6 @@ def _read_ts_resampled(path: Path):
         return load_from_ts_file(tmp, return_meta_data=True)
     finally:
         os.unlink(tmp)
-
-
-class TsFormatError(ValueError):
-    """A .ts file that cannot be read as one: the message names the file and, where it can, the line."""
 
 
 def read_ts(path) -> tuple[object, np.ndarray, dict]:

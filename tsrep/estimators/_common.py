@@ -14,6 +14,7 @@ import torch
 from sklearn.utils import check_random_state
 
 from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing, pad_cases
+from tsrep.exceptions import MissingChannelWarning
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training import SeriesBatchData
 from tsrep.training.optim import resolve_optimizer
@@ -177,10 +178,6 @@ def _first(indices, n: int = 5) -> str:
     """'3, 7, 9' or '3, 7, 9, 12, 20, ... (40 in all)': the first indices of a problem, for messages."""
     shown = ", ".join(str(int(i)) for i in indices[:n])
     return shown + (f", ... ({len(indices)} in all)" if len(indices) > n else "")
-
-
-class MissingChannelWarning(UserWarning):
-    """A channel of the training data holds no observed value: it is read as a constant."""
 
 
 def check_values(X, fitting: bool) -> None:

@@ -31,6 +31,7 @@ import torch
 
 from tsrep.backbones.dc_transformer import split_width
 from tsrep.estimators._common import resolve_device
+from tsrep.exceptions import InsufficientMemoryError
 from tsrep.nn.patching import n_tokens
 
 #: (B, K, N, N) maps each layer keeps for backward (logits, evolved map, softmax, dropout mask).
@@ -40,10 +41,6 @@ ACTIVATION_COPIES = 3
 #: Copies of every parameter during training: weights, gradients, two optimiser moments.
 PARAMETER_COPIES = 4
 FLOAT_BYTES = 4
-
-
-class InsufficientMemoryError(ValueError, MemoryError):
-    """Training would need more memory than the device has; both a ValueError (bad settings) and a MemoryError."""
 
 
 def available_memory(device: torch.device) -> int | None:

@@ -44,6 +44,7 @@ from tsrep.estimators import (
     EADCTransformerClassifier,
     EADCTransformerRegressor,
 )
+from tsrep.exceptions import ConfigError
 from tsrep.models import TASKS, get_model, model_class, resolve_name
 from tsrep.models import MODELS as MODEL_NAMES
 from tsrep.representation import TSRepEncoder
@@ -57,10 +58,6 @@ MODEL_CLASSES: dict[str, type] = {
 }
 # Modules that export the allow-listed classes, as older files may spell them ("tsrep.estimators:Class").
 _EXPORTING_MODULES = ("tsrep", "tsrep.estimators")
-
-
-class ConfigError(ValueError):
-    """A configuration file that cannot be turned into an estimator."""
 
 
 def _accepted_names() -> str:

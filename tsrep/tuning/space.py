@@ -26,6 +26,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from tsrep.backbones.dc_transformer import split_width
+from tsrep.exceptions import SearchSpaceError
 
 ALPHA_BETA_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)
 P_GRID = (0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875)
@@ -51,10 +52,6 @@ PAPER_SEARCH_SPACE_CONTINUOUS: dict = {
 }
 
 _RANGE_KEYS = {"low", "high", "log", "step", "type"}
-
-
-class SearchSpaceError(ValueError):
-    """A search space that cannot be used: unknown parameter, empty range, malformed spec."""
 
 
 def _plain(value):

@@ -32,6 +32,8 @@ from pathlib import Path
 import optuna
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 
+from tsrep.exceptions import StorageError
+
 DEFAULT_DB_ENV = "TSREP_STUDY_DB"
 DEFAULT_DB_NAME = "tsrep-studies.db"
 DEFAULT_HEARTBEAT_INTERVAL = 60
@@ -45,10 +47,6 @@ except ImportError:  # pragma: no cover - older Optuna
     from optuna.storages import RetryFailedTrialCallback as _RetryCallback
 
     _CALLBACK_ARG = "failed_trial_callback"
-
-
-class StorageError(ConnectionError):
-    """The study storage cannot be opened or reached."""
 
 
 def default_storage_url() -> str:

@@ -21,6 +21,7 @@ from sklearn.utils import _safe_indexing
 from tqdm.auto import tqdm
 
 from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
+from tsrep.exceptions import StudyMismatchError
 from tsrep.training.callbacks import OptunaPruning
 from tsrep.tuning.space import SearchSpace, adjust_params
 from tsrep.tuning.storage import (
@@ -37,10 +38,6 @@ logger = logging.getLogger("tsrep.tuning")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 ALIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 DEFAULT_N_TRIALS = 20
-
-
-class StudyMismatchError(ValueError):
-    """A study reused with data or fixed settings other than those its trials were scored with."""
 
 
 class _BudgetReached(Exception):
