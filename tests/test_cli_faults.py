@@ -290,6 +290,7 @@ def test_tune_cli_bad_output_and_search_space_are_refused_before_any_trial(tmp_p
         (["--search-space", str(binary)], f"--search-space '{binary}' is not a text file"),
         (["--search-space", str(listed)], "must hold a mapping of parameter -> spec, got a list"),
         (["--search-space", str(tmp_path)], f"--search-space '{tmp_path}' is a directory"),
+        (["--set", "d_model=True"], "the fixed setting(s) d_model=True cannot be used: d_model must be a positive integer"),
     ]
     for args, message in cases:
         argv = ["--dataset", "BasicMotions", "--storage", str(db), "--study-name", "s", "--n-trials", "1", "--quiet",

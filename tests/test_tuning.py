@@ -127,6 +127,12 @@ def test_bad_search_space_is_a_clear_error(space, message):
     assert message in str(info.value)
 
 
+def test_fixed_setting_the_estimator_refuses_is_refused_before_any_trial():
+    with pytest.raises(SearchSpaceError, match=r"fixed setting\(s\) dropout=1.5 cannot be used: dropout"):
+        tune(EADCTransformerClassifier(), np.zeros((6, 1, 8)), np.array([0, 1] * 3), search_space={"dropout": 1.5},
+             n_trials=1, storage="memory")
+
+
 def test_unreachable_storage_is_a_clear_error(tmp_path):
     with pytest.raises(StorageError, match=r"cannot open the Optuna storage postgresql\+psycopg2?://u:\*\*\*@127\.0\.0\.1:1/db"):
         resolve_storage("postgresql://u:secret@127.0.0.1:1/db")

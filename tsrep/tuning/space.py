@@ -164,6 +164,13 @@ class SearchSpace:
         params = {name: _suggest(trial, name, dist) for name, dist in self.distributions.items()}
         return {**self.fixed, **params}
 
+    def first_point(self) -> dict:
+        """One point of the space (first choice or lower end of each tuned parameter) plus the fixed values."""
+        point = {}
+        for name, dist in self.distributions.items():
+            point[name] = dist.choices[0] if isinstance(dist, CategoricalDistribution) else dist.low
+        return {**self.fixed, **point}
+
     def describe(self) -> dict:
         """A JSON-friendly description (stored with the study, written to the config's metadata)."""
         out = {}

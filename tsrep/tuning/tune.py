@@ -21,7 +21,7 @@ from sklearn.utils import _safe_indexing
 from tqdm.auto import tqdm
 
 from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
-from tsrep.exceptions import StudyMismatchError
+from tsrep.exceptions import SearchSpaceError, StudyMismatchError
 from tsrep.training.callbacks import OptunaPruning
 from tsrep.tuning.space import SearchSpace, adjust_params
 from tsrep.tuning.storage import (
@@ -397,6 +397,7 @@ def tune(
     """
     _check_estimator_and_data(estimator, X, y)
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
+    _check_fixed_settings(estimator, space)
     n_trials = _trials_to_run(n_trials, max_trials, timeout)
     splits = make_splits(X, y, cv, validation_size, random_state, is_classifier(estimator))
     scorer = check_scoring(estimator, scoring=scoring)
@@ -423,6 +424,24 @@ def _check_estimator_and_data(estimator, X, y) -> None:
             f"estimator must be a scikit-learn style estimator (with fit and get_params), got {estimator!r}"
         )
     check_same_length(X, y)
+
+
+def _check_fixed_settings(estimator, space: SearchSpace) -> None:
+    """Refuse before any trial a fixed setting that tsrep's estimator would refuse in every trial.
+
+    The estimator's own checks run on one point of the space (fixed values, first choice or lower
+    end of each tuned parameter, p snapped as in a trial): a fixed ``d_model=True`` is then one
+    SearchSpaceError naming it, not a failed trial and a traceback. Other estimators are not probed
+    (their checks may need data).
+    """
+    if not space.fixed or not hasattr(estimator, "_fit_setup_recipe"):
+        return
+    params, _ = adjust_params(space.first_point(), space.estimator_params)
+    try:
+        clone(estimator).set_params(**params)._validate_params()
+    except (ValueError, TypeError) as err:
+        fixed = ", ".join(f"{k}={v!r}" for k, v in space.fixed.items())
+        raise SearchSpaceError(f"the fixed setting(s) {fixed} cannot be used: {err}") from None
 
 
 def _trials_to_run(n_trials, max_trials, timeout) -> int | None:
