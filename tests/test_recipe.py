@@ -10,14 +10,18 @@ import torch.nn.functional as F
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 from tsrep.estimators._recipe import (
+    AUTO_MIN_STEPS,
     AUTO_MIN_VALIDATION_CASES,
+    AUTO_STEPS_PER_CLASS,
     case_weights,
     class_weights,
     classification_loss,
+    resolve_min_steps,
     resolve_validation_fraction,
 )
 from tsrep.models import get_model
 from tsrep.nn.patching import auto_patch
+from tsrep.training.callbacks import Callback
 from tsrep.training.schedules import LRSchedule
 
 TINY = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, batch_size=8, max_epochs=2, min_steps=0, random_state=0)
@@ -49,6 +53,33 @@ def test_min_steps_raises_the_number_of_epochs():
     assert clf.n_epochs_ == math.ceil(30 / 3)
     clf = EADCTransformerClassifier(**{**TINY, "min_steps": 0, "max_epochs": 4}).fit(X, y)
     assert clf.n_epochs_ == 4
+
+
+def test_auto_min_steps_grows_with_the_number_of_classes():
+    assert resolve_min_steps("auto", 2) == AUTO_MIN_STEPS == 800
+    assert resolve_min_steps("auto", 37) == 37 * AUTO_STEPS_PER_CLASS == 2220  # Adiac's 37 classes
+    assert resolve_min_steps("auto", None) == AUTO_MIN_STEPS  # a regressor
+    assert resolve_min_steps(0, 37) == 0 and resolve_min_steps(50, 2) == 50  # an integer is taken as given
+
+
+class StopAfterFirstEpoch(Callback):
+    planned: list = []  # class-level: the estimator may copy its callbacks
+
+    def on_fit_start(self, info):
+        StopAfterFirstEpoch.planned.append(info["epochs"])
+
+    def on_epoch_end(self, epoch, logs):
+        return True
+
+
+def test_auto_min_steps_is_what_the_fit_trains():
+    X, _ = _toy(20)
+    y = np.arange(20)  # 20 classes of one case each: 20 * 60 = 1200 steps ...
+    clf = EADCTransformerClassifier(**{**TINY, "min_steps": "auto", "max_epochs": 1, "batch_size": 16})
+    # ... in 2 steps per epoch: 600 epochs planned (the callback stops the fit after the first).
+    clf.set_params(callbacks=StopAfterFirstEpoch()).fit(X, y)
+    assert clf.min_steps_ == 1200
+    assert StopAfterFirstEpoch.planned[-1] == 600 and clf.n_epochs_ == 1
 
 
 @pytest.mark.parametrize("name", ["onecycle", "cosine"])
@@ -171,6 +202,7 @@ def test_baselines_train_with_the_same_recipe():
         ({"validation_fraction": "sometimes"}, "validation_fraction"),
         ({"weight_decay": -1.0}, "weight_decay"),
         ({"min_steps": -5}, "min_steps"),
+        ({"min_steps": "many"}, "min_steps must be 'auto' or an integer"),
         ({"batch_size": 1}, "batch_size must be an integer >= 2"),
         ({"n_jobs": 0}, "n_jobs"),
     ],

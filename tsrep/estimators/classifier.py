@@ -28,6 +28,7 @@ class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
     history_ : tsrep.training.History, per-epoch losses and validation scores
     best_epoch_ : int, epoch whose weights were kept
     validation_fraction_ : float, the share of TRAIN held out (validation_fraction="auto" resolved)
+    min_steps_ : int, the least number of optimiser steps (min_steps="auto" resolved)
     patch_len_, patch_stride_ : int or None, the token front end used (patch_len="auto" resolved)
     estimators_ : list of fitted single-model classifiers when n_estimators > 1, else None
 

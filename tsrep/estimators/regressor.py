@@ -25,7 +25,7 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
         + """
     Attributes
     ----------
-    module_, n_parameters_, history_, best_epoch_ : as EADCTransformerClassifier
+    module_, n_parameters_, history_, best_epoch_, min_steps_ : as EADCTransformerClassifier
     y_mean_, y_std_ : float, the target standardisation
 
     Examples
