@@ -155,6 +155,19 @@ def test_long_series_of_per_step_tokens_is_refused_and_patches_pass(memory_of_8_
     assert reached == [2]
 
 
+def test_ensemble_members_training_at_once_are_refused_when_together_they_do_not_fit(memory_of_8_gib, monkeypatch):
+    # One member of this size needs about 3 GiB: alone it fits in 8 GiB, three at once (n_jobs=3) do not.
+    X_long, y = _data(n_cases=64, n_channels=1, length=600)
+    params = {**TINY, "d_model": 64, "n_heads": 4, "p": 0.25, "batch_size": 64, "patch_len": None, "n_estimators": 3}
+    with pytest.raises(InsufficientMemoryError, match=r"about 3 members at once x 3\.0 GiB.*a smaller n_jobs"):
+        EADCTransformerClassifier(**params, n_jobs=3).fit(X_long, y)
+    reached = []  # one member at a time passes the check and goes on to build its network
+    monkeypatch.setattr(EADCTransformerClassifier, "_build_model", lambda self, n: reached.append(n) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        EADCTransformerClassifier(**params, n_jobs=1).fit(X_long, y)
+    assert reached == [2]
+
+
 def test_encoder_on_long_series_is_refused(memory_of_8_gib):
     with pytest.raises(InsufficientMemoryError, match=r"pretraining would need about .*batch_size"):
         TSRepEncoder(**{**TINY_ENCODER, "batch_size": 64}).fit(_data(n_cases=64, n_channels=1, length=6000)[0])

@@ -9,6 +9,7 @@ import numbers
 import numpy as np
 import torch
 from aeon.utils.validation import check_n_jobs
+from sklearn.base import clone
 
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
 from tsrep.backbones.dc_transformer import split_width, validate_backbone_params
@@ -419,6 +420,13 @@ class EADCTransformerMixin:
         if warm is not None:
             check_warm_start(self, warm)
         if self.n_estimators > 1:
+            concurrent = min(self._n_jobs, self.n_estimators)
+            if concurrent > 1:  # members training at once add up their memory: refuse here, not in a worker
+                probe = clone(self).set_params(n_estimators=1, n_jobs=1, warm_start=False)
+                probe._concurrent_fits = concurrent
+                with warnings.catch_warnings():  # the members warn of the data themselves
+                    warnings.simplefilter("ignore")
+                    probe._prepare_X(X, fit=True)
             self.estimators_ = fit_members(self, X, y, weights, previous=None if warm is None else warm["estimators_"])
             self.n_parameters_ = int(sum(m.n_parameters_ for m in self.estimators_))
             return True, weights
@@ -466,7 +474,7 @@ class EADCTransformerMixin:
                     "(use pooling='mean' or 'max' for series of any length)"
                 )
         if fit:  # before any weight is built: refuse what cannot fit in memory, with what would help
-            check_estimator_memory(self, len(cases))
+            check_estimator_memory(self, len(cases), concurrent=self.__dict__.get("_concurrent_fits", 1))
         return prepare_series(cases, self.standardizer_)
 
     # ----------------------------------------------------------------- model

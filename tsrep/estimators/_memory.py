@@ -109,12 +109,13 @@ def check_training_memory(
     *, max_len: int, stride: int | None, n_cases: int, batch_size: int, in_features: int, d_model: int,
     n_blocks: int, n_heads: int, p: float, kernel_size: int, dim_feedforward: int | None, attention: str,
     checkpointing: bool, device: torch.device, what: str = "training",
-    options: tuple[str, ...] = ("patch_len", "checkpointing", "batch_size"),
+    options: tuple[str, ...] = ("patch_len", "checkpointing", "batch_size"), concurrent: int = 1,
 ) -> None:
     """Raise InsufficientMemoryError when the estimate exceeds the memory `device` has free.
 
     stride: steps per token of a patch/downsample front end (None: one token per step).
     options: the parameters of the caller that lower the maps' memory, named in the message.
+    concurrent: fits of this size running at once on the device (ensemble members under n_jobs).
     """
     free = available_memory(device)
     if free is None:
@@ -126,9 +127,11 @@ def check_training_memory(
         n_heads=n_heads, p=p, kernel_size=kernel_size, dim_feedforward=dim_feedforward, attention=attention,
         checkpointing=checkpointing,
     )
-    if need["total"] <= free:
+    if need["total"] * concurrent <= free:
         return
     helps = []
+    if concurrent > 1:
+        helps.append(f"a smaller n_jobs ({concurrent} ensemble members train at once, each needing the estimate)")
     if need["maps"] >= need["parameters"]:
         if not stride and "patch_len" in options:
             helps.append("patch_len (tokens of several steps: the maps shrink with the square of the stride)")
@@ -138,17 +141,19 @@ def check_training_memory(
             helps.append(f"a smaller batch_size (now {batch_size}; the maps grow linearly with it)")
     if need["parameters"] + need["activations"] > need["maps"] or not helps:
         helps.append(f"a smaller d_model (now {d_model}) or n_blocks (now {n_blocks})")
+    at_once = f"{concurrent} members at once x " if concurrent > 1 else ""
     raise InsufficientMemoryError(
-        f"{what} would need about {_gib(need['total'])} of memory (attention maps {_gib(need['maps'])}, "
+        f"{what} would need about {at_once}{_gib(need['total'])} of memory (attention maps {_gib(need['maps'])}, "
         f"activations {_gib(need['activations'])}, weights and optimiser state {_gib(need['parameters'])}: "
         f"{tokens} tokens per series, batches of {batch}, {2 * int(n_blocks)} layers, d_model={d_model}), "
         f"but {device} has {_gib(free)} free. Options that help: " + "; ".join(helps)
     )
 
 
-def check_estimator_memory(est, n_cases: int) -> None:
+def check_estimator_memory(est, n_cases: int, concurrent: int = 1) -> None:
     """check_training_memory for an EA-DC-Transformer estimator whose preprocessing is fitted
-    (max_len_, n_channels_, patch_len_/patch_stride_, or encoder_config_ of a pretrained encoder)."""
+    (max_len_, n_channels_, patch_len_/patch_stride_, or encoder_config_ of a pretrained encoder);
+    concurrent: members of a seed ensemble that train at once."""
     if getattr(est, "attention", None) is None:
         return  # another backbone of the shared harness (tsrep.estimators.backbone): no attention maps estimated
     config = getattr(est, "encoder_config_", None)
@@ -168,5 +173,6 @@ def check_estimator_memory(est, n_cases: int) -> None:
         in_features = est.n_channels_ * (patch_len or 1)
     check_training_memory(
         max_len=est.max_len_, stride=stride, n_cases=n_cases, batch_size=est.batch_size, in_features=in_features,
-        checkpointing=bool(est.checkpointing), device=resolve_device(est.device), options=options, **arch,
+        checkpointing=bool(est.checkpointing), device=resolve_device(est.device), options=options,
+        concurrent=concurrent, **arch,
     )
