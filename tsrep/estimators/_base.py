@@ -121,9 +121,9 @@ class EADCTransformerMixin:
         With "mean"/"max", steps past the longest training series reuse its last positional embedding.
     norm : {"batch", "layer"}, default="batch"
         BatchNorm whose statistics skip padded steps (as TST), or LayerNorm. BatchNorm is the
-        measured default: LayerNorm over the channels of one time step erases the amplitude of a
-        univariate input (its embedding x_t * w is one line, normalised to +-LN(w)); GunPoint
-        test accuracy 0.93 with "batch" vs 0.67 with "layer" (d=32, 2 blocks, 100 epochs, seed 0).
+        default because LayerNorm over the channels of one time step erases the amplitude of a
+        univariate input (its embedding x_t * w is one line, normalised to +-LN(w)); the
+        measurement is in the documentation's design notes.
     scaling : {"standard", "symlog"}, default="standard"
         Per-channel standardisation fitted on the training data; "symlog" first maps x to
         sign(x) * log(1 + abs(x)), for heavy-tailed inputs such as counts.
@@ -135,11 +135,9 @@ class EADCTransformerMixin:
         taken; early stopping on a validation split may end training sooner.
     min_steps : "auto" or int >= 0, default="auto"
         Least number of optimiser steps: a 30-case data set (one batch per epoch) gets hundreds of
-        steps, not max_epochs. "auto": 800, and for a classifier at least 60 per class
-        (tsrep.estimators._recipe): a 37-class problem (Adiac, 390 cases) reached 0.73 / 0.75 test
-        accuracy with 2100 steps against 0.42 / 0.49 with 800 (seeds 0 / 1), while a 6-class one
-        (DistalPhalanxTW, 400 cases) lost 0.05 on both seeds with 2100 steps. 0: exactly
-        max_epochs epochs. The value used is ``min_steps_``.
+        steps, not max_epochs. "auto": 800, and for a classifier at least 60 per class, because the
+        steps a problem needs grow with its classes (measured in the user guide's training recipe
+        page). 0: exactly max_epochs epochs. The value used is ``min_steps_``.
     validation_fraction : "auto" or float in [0, 1), default="auto"
         Part of the training data held out to select the best epoch and stop early. "auto" holds
         out 20 % only when that is at least 100 cases (TRAIN >= 496) and otherwise trains the whole
@@ -170,9 +168,8 @@ class EADCTransformerMixin:
         sequence and applied in that order; never at prediction. "auto": all three when TRAIN has fewer
         than 100 cases (scaling and jitter alone when a training series is shorter than 32 steps),
         none otherwise (used: ``augmentation_``). None: train on the series as given (the paper's
-        protocol). Measured on UCR training sets (seed 0, every other default): FaceFour 0.670 -> 0.898, Beef 0.567 -> 0.733,
-        Lightning7 0.644 -> 0.753, ArrowHead 0.811 -> 0.806; larger sets lost within the same step
-        budget: OSULeaf (200 cases) 0.880 -> 0.798, Adiac (390) 0.422 -> 0.192.
+        protocol). Small training sets of long series gain most; larger ones underfit within the
+        same step budget (measured in the user guide's training recipe page).
     grad_clip : float or None, default=4.0
     n_estimators : int >= 1, default=1
         Seed ensemble: members identical but for their seed (drawn from random_state), class

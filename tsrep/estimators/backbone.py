@@ -68,8 +68,9 @@ class _BackboneMixin:
     n_jobs, device, random_state, verbose, callbacks, checkpoint_dir, warm_start :
         As EADCTransformerClassifier: the baselines train with the same recipe.
     norm : {None, "layer", "batch"}, default=None
-        Normalisation of ResNet and the transformer (None: BatchNorm for ResNet, LayerNorm for the
-        transformer); both are padding-aware. LSTM, GRU and the dilated conv have none.
+        Normalisation of ResNet and the transformer (None: BatchNorm for both, as in ResNet and TST,
+        and as the EA-DC-Transformer's default); both are padding-aware. LSTM, GRU and the dilated
+        conv have none.
     """
 
     # Settings the shared harness (EADCTransformerMixin._prepare_X/_train) reads that have no meaning
