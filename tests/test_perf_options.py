@@ -357,3 +357,14 @@ def test_estimator_rejects_bad_cost_options_naming_them(params, match):
     X, y = toy_data()
     with pytest.raises(ValueError, match=match):
         EADCTransformerClassifier(**{**SMALL, **params}).fit(X, y)
+
+
+def test_cost_options_are_constructor_arguments_of_the_encoder():
+    # The estimator builds its encoder with them: nothing sets them on the module afterwards.
+    est = EADCTransformerClassifier(**SMALL, checkpointing=True, mixed_precision="bf16")
+    est.n_channels_, est.max_len_ = 2, 30
+    est.patch_len_ = est.patch_stride_ = None
+    encoder = est._build_model(2).encoder
+    assert encoder.checkpointing is True and encoder.autocast_dtype is torch.bfloat16
+    with pytest.raises(ValueError, match="autocast_dtype must be None or a floating torch.dtype, got 'bf16'"):
+        DCTransformerEncoder(3, 40, autocast_dtype="bf16")

@@ -52,8 +52,9 @@ REQUIRED_KEYS = (
 )
 
 
-def build_encoder(config: dict) -> DCTransformerEncoder:
-    return DCTransformerEncoder(**{k: config[k] for k in ENCODER_KEYS if k in config})
+def build_encoder(config: dict, **cost_options) -> DCTransformerEncoder:
+    """The encoder of a checkpoint's configuration; cost_options: checkpointing, autocast_dtype (not stored)."""
+    return DCTransformerEncoder(**{k: config[k] for k in ENCODER_KEYS if k in config}, **cost_options)
 
 
 def check_checkpoint_contents(path, config, mean, std) -> None:

@@ -133,8 +133,8 @@ class DCTransformerEncoder(nn.Module):
     Cost options (none changes the maths of the layers; the documentation's design notes, "Cost"):
     checkpointing: per-layer activation checkpointing (tsrep.nn.checkpointing), keeping only each
     layer's inputs (one carried (B, K, N, N) map per layer) and recomputing the rest in backward.
-    autocast_dtype (attribute, default None): run forward under torch.autocast with this dtype
-    (torch.bfloat16; with torch.float16 the attention maps run in fp32, past fp16's range).
+    autocast_dtype: None, or run forward under torch.autocast with this dtype (torch.bfloat16; with
+    torch.float16 the attention maps run in fp32, past fp16's range).
     patch_len, patch_stride: PatchTST-style tokens of patch_len steps every patch_stride steps;
     downsample: tokens are means over windows of `downsample` steps (tsrep.nn.patching). With a
     front end, Z has one row per token, N = ceil(T / stride), and token_valid(valid) gives its mask.
@@ -165,13 +165,17 @@ class DCTransformerEncoder(nn.Module):
         patch_len: int | None = None,
         patch_stride: int | None = None,
         downsample: int | None = None,
+        autocast_dtype: torch.dtype | None = None,
     ):
         super().__init__()
         if checkpointing not in (True, False):
             raise ValueError(f"checkpointing must be a bool, got {checkpointing!r}")
+        floating = isinstance(autocast_dtype, torch.dtype) and autocast_dtype.is_floating_point
+        if not (autocast_dtype is None or floating):
+            raise ValueError(f"autocast_dtype must be None or a floating torch.dtype, got {autocast_dtype!r}")
         self.patching = front_end(patch_len, patch_stride, downsample)
         self.checkpointing = bool(checkpointing)
-        self.autocast_dtype: torch.dtype | None = None  # e.g. torch.bfloat16: forward under torch.autocast
+        self.autocast_dtype = autocast_dtype
         validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout)
         settings = dict(deacon_settings or {})
         validate_attention_options(

@@ -50,7 +50,7 @@ from tsrep.estimators._long_runs import (
     warm_state,
 )
 from tsrep.nn.patching import n_tokens, resolve_front_end
-from tsrep.estimators._cost import apply_cost_options, validate_cost_options
+from tsrep.estimators._cost import compiled_if_asked, encoder_cost_options, validate_cost_options
 from tsrep.estimators._memory import check_estimator_memory
 from tsrep.estimators._pretraining import build_encoder, pretrain_stage, start_from_checkpoint, validate_pretraining
 
@@ -482,7 +482,7 @@ class EADCTransformerMixin:
 
     def _build_model(self, n_outputs: int) -> SeriesModel:
         if getattr(self, "encoder_config_", None) is not None:  # architecture of a pretrained checkpoint
-            encoder = apply_cost_options(self, build_encoder(self.encoder_config_))
+            encoder = compiled_if_asked(self, build_encoder(self.encoder_config_, **encoder_cost_options(self)))
             return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout, self._augmentation_used())
         encoder = DCTransformerEncoder(
             in_channels=self.n_channels_,
@@ -505,9 +505,10 @@ class EADCTransformerMixin:
             patch_len=self.patch_len_,
             patch_stride=self.patch_stride_,
             downsample=self.downsample,
+            **encoder_cost_options(self),
         )
         return SeriesModel(
-            apply_cost_options(self, encoder), n_outputs, self._task, self.pooling, self.dropout, self._augmentation_used()
+            compiled_if_asked(self, encoder), n_outputs, self._task, self.pooling, self.dropout, self._augmentation_used()
         )
 
     def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None, weights=None):

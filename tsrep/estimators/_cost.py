@@ -41,10 +41,13 @@ def validate_cost_options(est) -> None:
         )
 
 
-def apply_cost_options(est, encoder: torch.nn.Module) -> torch.nn.Module:
-    """Set checkpointing and autocast on a DCTransformerEncoder and compile it if asked; returns it."""
-    encoder.checkpointing = bool(est.checkpointing)
-    encoder.autocast_dtype = MIXED_PRECISIONS[est.mixed_precision]
+def encoder_cost_options(est) -> dict:
+    """The DCTransformerEncoder keyword arguments of an estimator's checkpointing and mixed_precision."""
+    return {"checkpointing": bool(est.checkpointing), "autocast_dtype": MIXED_PRECISIONS[est.mixed_precision]}
+
+
+def compiled_if_asked(est, encoder: torch.nn.Module) -> torch.nn.Module:
+    """The encoder, compiled in place when est.compile is True."""
     if est.compile:
         # In place: the state_dict keys stay those of the plain module (pickling, checkpoints).
         encoder.compile()
