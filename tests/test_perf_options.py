@@ -1,4 +1,4 @@
-"""Cost options of the EA-DC-Transformer (issue 7): checkpointing, bf16 autocast, compile, map dropout, the fused
+"""Cost options of the EA-DC-Transformer: checkpointing, bf16 autocast, compile, map dropout, the fused
 map convolution, patch/downsampling front ends, and their estimator parameters."""
 
 import copy

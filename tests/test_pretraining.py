@@ -1,4 +1,4 @@
-"""Masked-reconstruction pretraining, TSRepEncoder and encoder checkpoints (issue 8)."""
+"""Masked-reconstruction pretraining, TSRepEncoder and encoder checkpoints."""
 
 import json
 import os

@@ -77,7 +77,7 @@ class EADCTransformerMixin:
     n_heads : int, default=4
         Attention heads; must divide the attention width round(p * d_model). 4 heads of 4 channels
         at the default width train 2.4x faster than the paper's 8 heads of 2 channels, with the same
-        accuracy on ArrowHead, GunPoint and ItalyPowerDemand (benchmarks/README.md, "Default recipe").
+        accuracy on ArrowHead, GunPoint and ItalyPowerDemand (UCR archive, seed 0).
     p : float in [0, 1], default=0.25
         Fraction of channels given to attention (0: dilated convolution only, 1: EA-Transformer).
     alpha, beta : float in [0, 1], default=0.5
@@ -95,6 +95,7 @@ class EADCTransformerMixin:
         The interacting and crossed kinds evolve their maps when alpha or beta > 0 (over h*h
         channels for "interacting"). Fit warns when an interacting n_heads exceeds the paper's
         h_max = d / n (Eq. 13; d: attention width, n: mean training length), and keeps n_heads.
+        Kinds added with tsrep.nn.register_attention are accepted by name too.
     head_mixing : {None, "deacon-direct", "deacon-average", "deacon-nonlinear"}, default=None
         DEACON PCA layer over the head outputs before the output projection (Ampazis and Sakketou
         2024), trained
