@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tsrep import EADCTransformerClassifier
+from tsrep._cli import steps
 from tsrep.__main__ import MODEL_FLAGS, estimator_defaults, main, parse_params, parse_value
 
 TINY = ["--max-epochs", "1", "--min-steps", "0", "--d-model", "8", "--n-heads", "2", "--n-blocks", "1", "--quiet",
@@ -46,6 +47,14 @@ def test_bad_settings_are_one_line_usage_errors_before_any_data(capsys, monkeypa
     monkeypatch.setattr(cli, "load", lambda *a: pytest.fail("data loaded before the settings were checked"))
     err = usage_error(capsys, ["--dataset", "BasicMotions", *argv])
     assert err.startswith("python -m tsrep: error: ") and message in err, err
+
+
+def test_min_steps_takes_auto_or_a_count(capsys):
+    with pytest.raises(SystemExit) as info:  # argparse's usage error: the usage, then the line naming the option
+        main(["--dataset", "BasicMotions", "--min-steps", "lots"])
+    assert info.value.code == 2
+    assert "argument --min-steps: must be 'auto' or an integer >= 0, got 'lots'" in capsys.readouterr().err
+    assert steps("auto") == "auto" and steps("0") == 0 and steps("1200") == 1200
 
 
 def test_regression_only_settings_are_named(capsys):

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from tsrep._cli import positive_int
+from tsrep._cli import positive_int, steps
 from tsrep.data.archive import CLI_SHIPPED
 from tsrep.nn.attention_kinds import ATTENTION_KINDS
 
@@ -40,7 +40,8 @@ MODEL_FLAGS = (
     ("--beta", "beta", float, "evolving attention: weight of the convolved map (Eq. 1)"),
     ("--attention", "attention", str, f"{', '.join(ATTENTION_KINDS[:-1])} or {ATTENTION_KINDS[-1]}"),
     ("--max-epochs", "max_epochs", int, "epochs, raised where needed to take at least --min-steps steps"),
-    ("--min-steps", "min_steps", int, "at least this many optimiser steps (0: exactly --max-epochs epochs)"),
+    ("--min-steps", "min_steps", steps,
+     "at least this many optimiser steps ('auto': 800, and 60 per class where more; 0: exactly --max-epochs epochs)"),
     ("--batch-size", "batch_size", int, "cases per optimiser step"),
     ("--lr", "lr", float, "peak learning rate"),
     ("--pretrain-epochs", "pretrain_epochs", int, "epochs of masked-reconstruction pretraining first"),

@@ -24,3 +24,16 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
+
+
+def steps(text: str) -> int | str:
+    """--min-steps: "auto" or an integer >= 0."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer >= 0, got {text!r}")
+    return value
