@@ -22,6 +22,25 @@ def _data(n=24, c=2, t=16, seed=0):
     return X, y
 
 
+def test_baselines_and_ea_dc_transformer_share_one_harness_as_siblings():
+    """Both families subclass the training harness; a baseline is not an EA-DC-Transformer estimator,
+    carries none of its parameters (not even as class attributes) and runs its own __init__."""
+    import inspect
+
+    from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
+    from tsrep.estimators._harness import DeepSeriesEstimator
+
+    for baseline, ea_dc in ((BackboneClassifier, EADCTransformerClassifier), (BackboneRegressor, EADCTransformerRegressor)):
+        assert issubclass(baseline, DeepSeriesEstimator) and issubclass(ea_dc, DeepSeriesEstimator)
+        assert not issubclass(baseline, ea_dc)
+        assert baseline._task == ea_dc._task
+        est = baseline(d_model=12)
+        assert est.d_model == 12
+        only_ea_dc = set(inspect.signature(ea_dc.__init__).parameters) - set(inspect.signature(baseline.__init__).parameters)
+        assert {"alpha", "beta", "p", "patch_len", "pretrain_epochs"} <= only_ea_dc
+        assert not [name for name in only_ea_dc if hasattr(baseline, name)]
+
+
 @aeon_checks([BackboneClassifier, BackboneRegressor])
 def test_aeon_estimator_checks(check):
     check()

@@ -154,8 +154,6 @@ def check_estimator_memory(est, n_cases: int, concurrent: int = 1) -> None:
     """check_training_memory for an EA-DC-Transformer estimator whose preprocessing is fitted
     (max_len_, n_channels_, patch_len_/patch_stride_, or encoder_config_ of a pretrained encoder);
     concurrent: members of a seed ensemble that train at once."""
-    if getattr(est, "attention", None) is None:
-        return  # another backbone of the shared harness (tsrep.estimators.backbone): no attention maps estimated
     config = getattr(est, "encoder_config_", None)
     # Patches cannot be combined with pretraining or a pretrained encoder (one token per step).
     options = ("checkpointing", "batch_size") if config is not None or est.pretrain_epochs else (

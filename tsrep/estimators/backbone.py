@@ -1,9 +1,10 @@
 """Classifier and regressor around any backbone of tsrep.backbones: the baselines of the tables of Wang
 et al., "Convolution-enhanced Evolving Attention Networks" (IEEE TPAMI 2023).
 
-``BackboneClassifier(backbone="lstm")`` trains the named encoder with exactly the harness of the
-EA-DC-Transformer estimators (same input handling, pooling, heads, optimiser, early stopping on a
-split of TRAIN, seeding, pickling): only ``_build_model`` and the parameter check differ. The
+``BackboneClassifier(backbone="lstm")`` trains the named encoder on the harness every tsrep estimator
+shares (tsrep.estimators._harness: input handling, pooling, heads, training recipe, seeding, saving),
+exactly as the EA-DC-Transformer estimators are trained: only the parameters, their check and
+``_build_model`` differ. The
 EA-DC-Transformer, the DC-Transformer and the ablations are EADCTransformerClassifier/Regressor
 with fixed alpha, beta, attn_kernel_size (see tsrep.models).
 
@@ -22,14 +23,17 @@ from __future__ import annotations
 
 import numbers
 
+from aeon.classification.base import BaseClassifier
+from aeon.regression.base import BaseRegressor
+
 from tsrep.backbones import SeriesModel
 from tsrep.backbones.baselines import baseline_builder, baseline_names
-from tsrep.estimators._base import EADCTransformerMixin
 from tsrep.estimators._common import TRAINING_PARAMS, resolve_device, validate_training_params
+from tsrep.estimators._harness import DeepSeriesEstimator
 from tsrep.estimators._long_runs import validate_long_run_options
 from tsrep.estimators._recipe import validate_recipe
-from tsrep.estimators.classifier import EADCTransformerClassifier
-from tsrep.estimators.regressor import EADCTransformerRegressor
+from tsrep.estimators.classifier import SeriesClassifierMixin
+from tsrep.estimators.regressor import SeriesRegressorMixin
 from tsrep.nn.norm import NORMS
 
 BACKBONES = baseline_names()
@@ -47,7 +51,7 @@ def build_encoder(backbone, in_channels, max_len, d_model, n_blocks, n_heads, ke
                  dim_feedforward=dim_feedforward, dropout=dropout, norm=norm)
 
 
-class _BackboneMixin:
+class _BackboneMixin(DeepSeriesEstimator):
     """Parameters
     ----------
     backbone : {"lstm", "gru", "resnet", "dilated-conv", "transformer"}, default="lstm"
@@ -72,20 +76,6 @@ class _BackboneMixin:
         and as the EA-DC-Transformer's default); both are padding-aware. LSTM, GRU and the dilated
         conv have none.
     """
-
-    # Settings the shared harness (EADCTransformerMixin._prepare_X/_train) reads that have no meaning
-    # here, fixed at "off": no attention kind, no masked-reconstruction pretraining, no checkpoint.
-    # Class attributes, not parameters: get_params, clone and the configs never see them.
-    attention = None
-    pretrain_epochs = 0
-    mask_ratio = 0.15
-    mask_mean_length = 3
-    masking = "geometric"
-    freeze_encoder = False
-    pretrained_encoder = None
-    patch_len = None
-    patch_stride = None
-    downsample = None
 
     def __init__(
         self,
@@ -154,9 +144,7 @@ class _BackboneMixin:
         self.callbacks = callbacks
         self.checkpoint_dir = checkpoint_dir
         self.warm_start = warm_start
-        # The EA-DC-Transformer parameters of EADCTransformerMixin.__init__ do not exist here: go
-        # straight to aeon's base class.
-        super(EADCTransformerMixin, self).__init__()
+        super().__init__()
 
     def _validate_params(self):
         names = baseline_names()  # read now: a baseline registered after import is accepted too
@@ -194,7 +182,7 @@ class _BackboneMixin:
                 "random_state": 0}
 
 
-class BackboneClassifier(_BackboneMixin, EADCTransformerClassifier):
+class BackboneClassifier(_BackboneMixin, SeriesClassifierMixin, BaseClassifier):
     __doc__ = (
         "Time series classifier with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,\n"
         "MLP head, cross-entropy: the EA-DC-Transformer's training harness with another encoder.\n\n"
@@ -202,7 +190,7 @@ class BackboneClassifier(_BackboneMixin, EADCTransformerClassifier):
     )
 
 
-class BackboneRegressor(_BackboneMixin, EADCTransformerRegressor):
+class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
     __doc__ = (
         "Time series regressor with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,\n"
         "linear head, MSE on standardised targets: the EA-DC-Transformer's harness with another encoder.\n\n"

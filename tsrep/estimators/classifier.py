@@ -6,13 +6,50 @@ import numpy as np
 import torch
 from aeon.classification.base import BaseClassifier
 
-from tsrep.estimators._base import AEON_TAGS, EADCTransformerMixin
+from tsrep.estimators._base import EADCTransformerMixin
+from tsrep.estimators._common import check_class_labels
 from tsrep.estimators._ensemble import mean_of
 from tsrep.estimators._recipe import case_weights, class_weights, classification_loss
 from tsrep.training.loop import accuracy_score_fn
 
 
-class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
+class SeriesClassifierMixin:
+    """The classification task of the shared harness (tsrep.estimators._harness): class labels,
+    cross-entropy with label smoothing and class weights, averaged probabilities of ensembles."""
+
+    _task = "classification"
+
+    def _check_y(self, y, n_cases, *args, **kwargs):
+        check_class_labels(y)  # missing or mixed labels, named before aeon's generic checks
+        return super()._check_y(y, n_cases, *args, **kwargs)
+
+    def _fit(self, X, y):
+        is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
+        if is_ensemble:
+            return self
+        index = np.array([self._class_dictionary[v] for v in y])
+        weights = case_weights(sample_weight, class_weights(self.class_weight, self.classes_, index), index)
+        targets = torch.as_tensor(index, dtype=torch.long)
+        loss = classification_loss(float(self.label_smoothing))
+        return self._train(
+            X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
+        )
+
+    def _encode_targets(self, y) -> tuple[np.ndarray, torch.Tensor]:
+        """(cases whose class was seen in training, their class indices)."""
+        keep = np.array([v in self._class_dictionary for v in y], dtype=bool)
+        return keep, torch.as_tensor([self._class_dictionary[v] for v in y[keep]], dtype=torch.long)
+
+    def _predict_proba(self, X) -> np.ndarray:
+        if self.estimators_:
+            return mean_of([m.predict_proba(X) for m in self.estimators_])
+        return torch.softmax(self._outputs(X), dim=1).double().numpy()
+
+    def _predict(self, X) -> np.ndarray:
+        return self.classes_[self._predict_proba(X).argmax(axis=1)]
+
+
+class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, BaseClassifier):
     __doc__ = (
         "Time series classifier: EA-DC-Transformer, mean-pooled, MLP head, cross-entropy (Wang et al., TPAMI 2023, Eq. 10).\n\n"
         "Takes a 3-D array (n_cases, n_channels, n_timepoints), a 2-D array (univariate) or a list of\n"
@@ -52,31 +89,3 @@ class EADCTransformerClassifier(EADCTransformerMixin, BaseClassifier):
     (5,)
     """
     )
-
-    _tags = dict(AEON_TAGS)
-    _task = "classification"
-
-    def _fit(self, X, y):
-        is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
-        if is_ensemble:
-            return self
-        index = np.array([self._class_dictionary[v] for v in y])
-        weights = case_weights(sample_weight, class_weights(self.class_weight, self.classes_, index), index)
-        targets = torch.as_tensor(index, dtype=torch.long)
-        loss = classification_loss(float(self.label_smoothing))
-        return self._train(
-            X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
-        )
-
-    def _encode_targets(self, y) -> tuple[np.ndarray, torch.Tensor]:
-        """(cases whose class was seen in training, their class indices)."""
-        keep = np.array([v in self._class_dictionary for v in y], dtype=bool)
-        return keep, torch.as_tensor([self._class_dictionary[v] for v in y[keep]], dtype=torch.long)
-
-    def _predict_proba(self, X) -> np.ndarray:
-        if self.estimators_:
-            return mean_of([m.predict_proba(X) for m in self.estimators_])
-        return torch.softmax(self._outputs(X), dim=1).double().numpy()
-
-    def _predict(self, X) -> np.ndarray:
-        return self.classes_[self._predict_proba(X).argmax(axis=1)]

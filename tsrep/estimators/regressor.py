@@ -7,7 +7,7 @@ import torch
 from aeon.regression.base import BaseRegressor
 
 from tsrep.data.convert import finite_mean_std
-from tsrep.estimators._base import AEON_TAGS, EADCTransformerMixin
+from tsrep.estimators._base import EADCTransformerMixin
 from tsrep.estimators._ensemble import mean_of
 from tsrep.estimators._recipe import case_weights, regression_loss
 
@@ -16,33 +16,10 @@ def _negative_mse(outputs: torch.Tensor, targets: torch.Tensor) -> float:
     return -float(regression_loss(outputs, targets))
 
 
-class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
-    __doc__ = (
-        "Time series regressor: EA-DC-Transformer, mean-pooled, linear head, MSE (Wang et al., TPAMI 2023, Eq. 9).\n\n"
-        "Targets are standardised with the training mean and std; predictions are returned in the\n"
-        "original units. Input formats as EADCTransformerClassifier.\n"
-        + EADCTransformerMixin.__doc__
-        + """
-    Attributes
-    ----------
-    module_, n_parameters_, history_, best_epoch_, min_steps_ : as EADCTransformerClassifier
-    y_mean_, y_std_ : float, the target standardisation
+class SeriesRegressorMixin:
+    """The regression task of the shared harness (tsrep.estimators._harness): targets standardised
+    with the training mean and std, MSE, predictions back in the original units (ensembles averaged)."""
 
-    Examples
-    --------
-    >>> from aeon.datasets import load_covid_3month
-    >>> from tsrep import EADCTransformerRegressor
-    >>> X, y = load_covid_3month(split="train")
-    >>> X.shape
-    (140, 1, 84)
-    >>> reg = EADCTransformerRegressor(d_model=16, n_heads=2, n_blocks=1, max_epochs=2, min_steps=0,
-    ...                                scaling="symlog", random_state=0).fit(X, y)
-    >>> reg.predict(X[:3]).shape
-    (3,)
-    """
-    )
-
-    _tags = dict(AEON_TAGS)
     _task = "regression"
 
     def _check_y(self, y, n_cases):
@@ -85,3 +62,30 @@ class EADCTransformerRegressor(EADCTransformerMixin, BaseRegressor):
             return mean_of([m.predict(X) for m in self.estimators_])
         out = self._outputs(X).squeeze(-1).double().numpy()
         return out * self.y_std_ + self.y_mean_
+
+
+class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseRegressor):
+    __doc__ = (
+        "Time series regressor: EA-DC-Transformer, mean-pooled, linear head, MSE (Wang et al., TPAMI 2023, Eq. 9).\n\n"
+        "Targets are standardised with the training mean and std; predictions are returned in the\n"
+        "original units. Input formats as EADCTransformerClassifier.\n"
+        + EADCTransformerMixin.__doc__
+        + """
+    Attributes
+    ----------
+    module_, n_parameters_, history_, best_epoch_, min_steps_ : as EADCTransformerClassifier
+    y_mean_, y_std_ : float, the target standardisation
+
+    Examples
+    --------
+    >>> from aeon.datasets import load_covid_3month
+    >>> from tsrep import EADCTransformerRegressor
+    >>> X, y = load_covid_3month(split="train")
+    >>> X.shape
+    (140, 1, 84)
+    >>> reg = EADCTransformerRegressor(d_model=16, n_heads=2, n_blocks=1, max_epochs=2, min_steps=0,
+    ...                                scaling="symlog", random_state=0).fit(X, y)
+    >>> reg.predict(X[:3]).shape
+    (3,)
+    """
+    )

@@ -1,0 +1,328 @@
+"""The training harness every tsrep estimator shares: the EA-DC-Transformer and the baselines alike.
+
+``DeepSeriesEstimator`` owns what does not depend on the network: input checks and preparation
+(standardisation, padding masks), the training recipe (validation rule, step budget, augmentation,
+loss weights, seed ensembles), the training run itself (tsrep.training.train_supervised), prediction,
+saving and pickling. A subclass stores its parameters in ``__init__`` (scikit-learn's rule) and
+gives:
+
+    _validate_params()           check every parameter before any work; return the torch device
+    _build_model(n_outputs)      the network (a tsrep.backbones.SeriesModel) for the fitted data
+
+and, when its network has more to it than one token per step and random initial weights, the
+hooks below (each a no-op here): ``_fit_front_end`` (tokens, checkpoint preprocessing),
+``_check_training_data`` (warnings about the data), ``_check_memory`` and ``_pretrain``.
+The task (classes and cross-entropy, or standardised targets and MSE) comes from
+tsrep.estimators.classifier / regressor; the aeon base class comes last.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from aeon.utils.validation import check_n_jobs
+from sklearn.base import clone
+
+from tsrep.backbones import SeriesModel
+from tsrep.data import ChannelStandardizer, as_case_list
+from tsrep.estimators._common import (
+    check_enough_cases,
+    check_finite_outputs,
+    check_not_empty,
+    check_values,
+    cpu_state_dict,
+    prepare_series,
+    resolve_device,
+    seed_from,
+)
+from tsrep.estimators._ensemble import fit_members
+from tsrep.estimators._long_runs import check_warm_start, restore_preprocessing, resume_settings, warm_state
+from tsrep.estimators._recipe import check_sample_weight, resolve_min_steps, resolve_validation_fraction
+from tsrep.nn.augmentation import resolve_augmentation
+from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
+from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
+from tsrep.training.loop import stratified_split
+from tsrep.training.resume import PRETRAIN_STATE_FILE, TrainCheckpoint, stored_seed
+
+AEON_TAGS = {
+    "X_inner_type": ["np-list", "numpy3D"],
+    "capability:multivariate": True,
+    "capability:unequal_length": True,
+    "capability:missing_values": True,
+    "capability:multithreading": True,  # n_jobs: ensemble members fitted in parallel
+    "algorithm_type": "deeplearning",
+    "python_dependencies": "torch",
+}
+
+
+class DeepSeriesEstimator:
+    """Base of every tsrep estimator: training, prediction and saving around an abstract network.
+
+    Fitted attributes it sets: standardizer_, max_len_, n_channels_, patch_len_ and patch_stride_
+    (None: one token per step), encoder_config_ (None unless a pretrained checkpoint supplied the
+    encoder), validation_fraction_, min_steps_, augmentation_, history_, best_epoch_, n_epochs_,
+    pretrain_history_, module_, n_outputs_, n_parameters_, estimators_.
+    """
+
+    _tags = dict(AEON_TAGS)
+    _task: str  # "classification" or "regression", set by the task mixin
+
+    # ----------------------------------------------------------------- what a subclass gives
+    def _validate_params(self):
+        """Raise ValueError naming the first bad parameter; return the torch device to train on."""
+        raise NotImplementedError
+
+    def _build_model(self, n_outputs: int) -> SeriesModel:
+        """The network for the fitted preprocessing (n_channels_, max_len_, patch_len_, ...)."""
+        raise NotImplementedError
+
+    def _fit_front_end(self, cases: list) -> None:
+        """Fit the preprocessing on the training cases: the channel standardisation and lengths; the
+        token front end is one token per step and no checkpoint supplies the encoder."""
+        self.encoder_config_ = None
+        self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
+        self.max_len_ = int(max(c.shape[1] for c in cases))
+        self.n_channels_ = int(cases[0].shape[0])
+        self.patch_len_, self.patch_stride_ = None, None
+
+    def _check_training_data(self, data: SeriesBatchData) -> None:
+        """Warn about settings that do not suit the prepared training data (nothing to say here)."""
+
+    def _check_memory(self, n_cases: int, concurrent: int) -> None:
+        """Refuse, before any weight is built, a fit that cannot fit in memory (no estimate here)."""
+
+    def _pretrain(self, model, data, device, generator, checkpoint_path, settings) -> list:
+        """Prepare the new network's weights before supervised training; returns the pretraining history."""
+        return []
+
+    # ----------------------------------------------------------------- fit
+    def fit(self, X, y, sample_weight=None):
+        """Fit to the collection X and targets y; sample_weight (n_cases,) scales each case's loss.
+
+        Weights are scaled to mean 1 over the training cases (together with class_weight), so
+        they change the balance between cases, not the size of the optimiser's steps.
+        """
+        # aeon's fit takes (X, y) and resets every attribute without "__" in its name: the weights
+        # travel to _fit under a mangled (double-underscore) name and are gone after fit.
+        self.__sample_weight = sample_weight
+        # warm_start: the previous fit's network and preprocessing, kept through aeon's reset.
+        self.__warm = warm_state(self) if self.warm_start is True and getattr(self, "is_fitted", False) else None
+        before = dict(self.__dict__) if self.__warm is not None else None
+        try:
+            return super().fit(X, y)
+        except BaseException:
+            if before is not None:  # a refused warm fit leaves the previous fit in place
+                self.__dict__.clear()
+                self.__dict__.update(before)
+            raise
+        finally:
+            del self.__sample_weight, self.__warm
+
+    def _fit_as_member(self, X, y, sample_weight, index: int):
+        """fit as member `index` of a seed ensemble (callbacks are told which member they follow)."""
+        self.__member = index
+        try:
+            return self.fit(X, y, sample_weight=sample_weight)
+        finally:
+            del self.__member
+
+    def _warm(self) -> dict | None:
+        return self.__dict__.get("_DeepSeriesEstimator__warm")
+
+    def _fit_setup_recipe(self, X, y) -> tuple[bool, np.ndarray | None]:
+        """Validate everything before any work; fit the seed ensemble when n_estimators > 1.
+
+        Returns (fitted_as_ensemble, checked sample weights)."""
+        self._validate_params()
+        self._n_jobs = check_n_jobs(self.n_jobs)  # aeon's convention: -1 -> all cores
+        check_enough_cases(len(y))
+        weights = check_sample_weight(self.__dict__.get("_DeepSeriesEstimator__sample_weight"), len(y))
+        warm = self._warm()
+        if warm is not None:
+            check_warm_start(self, warm)
+        if self.n_estimators > 1:
+            concurrent = min(self._n_jobs, self.n_estimators)
+            if concurrent > 1:  # members training at once add up their memory: refuse here, not in a worker
+                probe = clone(self).set_params(n_estimators=1, n_jobs=1, warm_start=False)
+                probe._concurrent_fits = concurrent
+                with warnings.catch_warnings():  # the members warn of the data themselves
+                    warnings.simplefilter("ignore")
+                    probe._prepare_X(X, fit=True)
+            self.estimators_ = fit_members(self, X, y, weights, previous=None if warm is None else warm["estimators_"])
+            self.n_parameters_ = int(sum(m.n_parameters_ for m in self.estimators_))
+            return True, weights
+        self.estimators_ = None
+        return False, weights
+
+    # ----------------------------------------------------------------- data
+    def _preprocess_collection(self, X, store_metadata=True):
+        check_not_empty(X)
+        with warnings.catch_warnings():  # numpy's overflow and all-NaN notes from aeon's checks: check_values says more
+            warnings.simplefilter("ignore", RuntimeWarning)
+            X = super()._preprocess_collection(X, store_metadata)
+        check_values(X, fitting=store_metadata)  # aeon's fit stores metadata, predict and score do not
+        return X
+
+    def _prepare_X(self, X, fit: bool) -> SeriesBatchData:
+        cases = as_case_list(X, trailing_nan_is_padding=True)  # a NaN-padded 3-D array: series of their own length
+        warm = self._warm() if fit else None
+        if warm is not None:  # the previous fit's standardisation and front end: its network was trained on them
+            restore_preprocessing(self, warm, int(cases[0].shape[0]))
+        elif fit:
+            self._fit_front_end(cases)
+        else:
+            longest = max(c.shape[1] for c in cases)
+            if longest > self.max_len_ and self.pooling == "flatten":
+                raise ValueError(
+                    f"X has a series of {longest} steps, longer than the longest training series "
+                    f"({self.max_len_}); pooling='flatten' needs series no longer than that "
+                    "(use pooling='mean' or 'max' for series of any length)"
+                )
+        if fit:  # before any weight is built: refuse what cannot fit in memory, with what would help
+            self._check_memory(len(cases), self.__dict__.get("_concurrent_fits", 1))
+        return prepare_series(cases, self.standardizer_)
+
+    # ----------------------------------------------------------------- model
+    def _augmentation_used(self):
+        # Resolved from ``augmentation`` on the training data in ``_train``; absent only in models pickled
+        # before augmentation existed, which are rebuilt for prediction (no augmentation there anyway).
+        return getattr(self, "augmentation_", None)
+
+    def _train(self, X, targets: torch.Tensor, n_outputs: int, loss_fn, score_fn, stratify_on=None, weights=None):
+        """Fit one network. loss_fn(outputs, targets, weights); weights: per-case loss weights or None."""
+        # Parameters were checked by _fit_setup_recipe before any work (ensembles included).
+        # Under torchrun: join the process group and take this rank's device (tsrep.training.distributed).
+        device = setup_data_parallel(resolve_device(self.device))
+        seed = seed_from(self.random_state)
+        if self.checkpoint_dir is not None and not isinstance(self.random_state, numbers.Integral):
+            seed = stored_seed(self.checkpoint_dir, seed)  # a drawn seed: resume with the one the state used
+        seed = broadcast_object(seed)  # random_state=None: rank 0's draw on every rank
+        data = self._prepare_X(X, fit=True)
+        data.targets = targets
+        self._check_training_data(data)
+        rng = np.random.default_rng(seed)
+        data.weights = weights
+        labels = stratify_on if stratify_on is not None else np.zeros(len(data))
+        self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data))
+        self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
+        self.augmentation_ = resolve_augmentation(self.augmentation, len(data), int(data.valid.sum(1).min()))
+        train_idx, val_idx = stratified_split(labels, self.validation_fraction_, rng, stratify_on is not None)
+        train_data = data.subset(train_idx)
+        val_data = data.subset(val_idx) if len(val_idx) else None
+        config = TrainConfig(
+            lr=self.lr,
+            batch_size=self.batch_size,
+            max_epochs=self.max_epochs,
+            min_steps=self.min_steps_,
+            patience=self.patience,
+            optimizer=self.optimizer,
+            optimizer_kwargs=self.optimizer_kwargs,
+            weight_decay=self.weight_decay,
+            lr_schedule=self.lr_schedule,
+            grad_clip=self.grad_clip,
+            verbose=self.verbose,
+        )
+        warm = self._warm()
+        member = self.__dict__.get("_DeepSeriesEstimator__member")
+        checkpoint, settings = None, resume_settings(self, seed)
+        if self.checkpoint_dir is not None:
+            checkpoint = TrainCheckpoint(self.checkpoint_dir, settings)
+        fork_devices = [device.index or 0] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=fork_devices):
+            # Seeded locally so that fit is reproducible without touching the user's global RNG.
+            torch.manual_seed(seed)
+            generator = torch.Generator().manual_seed(seed)
+            if warm is not None:  # continue the previous fit's network
+                model = warm["module_"].to(device)
+                self.pretrain_history_ = []
+            else:
+                model = self._build_model(n_outputs).to(device)
+                # Pretrained weights and/or masked-reconstruction pretraining, then optional freezing.
+                pretrain_checkpoint = None if checkpoint is None else checkpoint.directory / PRETRAIN_STATE_FILE
+                self.pretrain_history_ = self._pretrain(model, data, device, generator, pretrain_checkpoint, settings)
+
+            def make_scorer(X_score, y_score):
+                """A function of no argument: score_fn of the network as it stands on (X_score, y_score)."""
+                report = self._report_data(X_score, y_score)
+                if not len(report):
+                    return lambda: float("nan")
+                return lambda: float(score_fn(predict_outputs(model, report, self.batch_size, device), report.targets))
+
+            fit_info = {
+                "params": self.get_params(deep=False), "member": member, "phase": "train", "estimator": self,
+                "make_scorer": make_scorer,
+            }
+            self.history_ = train_supervised(
+                model, train_data, val_data, loss_fn, score_fn, config, device, generator,
+                callbacks=self.callbacks, checkpoint=checkpoint, fit_info=fit_info,
+            )
+        self.module_ = model
+        # The parameters the network was built from: set_params after fit must not change how a
+        # pickled model is rebuilt (its weights only fit the architecture they were trained in).
+        self._fitted_params = self.get_params(deep=False)
+        self.n_outputs_ = n_outputs
+        self.n_parameters_ = count_parameters(model)
+        self.best_epoch_ = self.history_.best_epoch
+        self.n_epochs_ = len(self.history_.train_loss)
+        return self
+
+    def _report_data(self, X, y) -> SeriesBatchData:
+        """A tuner's validation fold as model-ready tensors (cases of classes unseen in training left out)."""
+        keep, targets = self._encode_targets(np.asarray(y))
+        X = [x for x, k in zip(as_case_list(X, trailing_nan_is_padding=True), keep) if k]
+        data = self._prepare_X(X, fit=False) if X else SeriesBatchData(torch.empty(0, 1, 1), torch.empty(0, 1))
+        data.targets = targets
+        return data
+
+    def _outputs(self, X) -> torch.Tensor:
+        device = device_for_rank(resolve_device(self.device))  # under torchrun: this rank's GPU
+        data = self._prepare_X(X, fit=False)
+        self.module_.to(device)
+        return check_finite_outputs(predict_outputs(self.module_, data, self.batch_size, device))
+
+    # ----------------------------------------------------------------- saving
+    def save(self, path):
+        """Write the fitted estimator to `path`: one safetensors file with the weights and, in its
+        metadata, JSON of the parameters and fitted state (tsrep._serialization; no pickle). Written
+        atomically: a failed save leaves an existing file as it was. ``callbacks`` are not saved.
+        Returns the path."""
+        from tsrep.estimators._saving import save_estimator
+
+        return save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path, **params):
+        """The fitted estimator saved at `path` by ``save``; `params` override saved parameters (e.g.
+        device="cpu"; a model saved with a CUDA device loads on the CPU when CUDA is missing).
+        Nothing in the file can run code; a file of another kind, of a newer format version, or
+        truncated is a ValueError (tsrep._serialization.ModelFileError)."""
+        from tsrep.estimators._saving import load_estimator
+
+        return load_estimator(path, expected=cls, **params)
+
+    # torch refuses to pickle weight-norm parametrized modules, and a GPU tensor would not unpickle on
+    # a CPU-only machine: the network travels as a CPU state_dict and is rebuilt on unpickling.
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        module = state.pop("module_", None)
+        if module is not None:
+            state["_module_state"] = (cpu_state_dict(module), module.training)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        module_state = state.pop("_module_state", None)
+        super().__setstate__(state)
+        if module_state is not None:
+            weights, training = module_state
+            builder = copy.copy(self)
+            builder.__dict__.update(state.get("_fitted_params", {}))
+            with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the user's RNG alone
+                module = builder._build_model(self.n_outputs_)
+            module.load_state_dict(weights)
+            self.module_ = module.train(training)
+
