@@ -18,7 +18,7 @@ import torch
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor, TSRepEncoder
 from tsrep._io import atomic_write
 from tsrep.data import DatasetNotFoundError, list_datasets, load_archive, read_tsv
-from tsrep.estimators import _memory
+from tsrep.estimators import BackboneClassifier, _memory
 from tsrep.exceptions import InsufficientMemoryError, MissingChannelWarning
 from tsrep.representation import ENCODER_FORMAT, load_encoder
 
@@ -55,45 +55,49 @@ def memory_of_8_gib(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- parameters, refused at fit
+#: The standard refusal of a declared constraint (tsrep.estimators._constraints): it names the
+#: parameter, the estimator, what is accepted and the value given.
+DECLARED = None
+
 PARAMETER_CASES = [
-    ("d_model", True, "d_model must be a positive integer, got True"),
-    ("d_model", 0, "d_model must be a positive integer, got 0"),
-    ("d_model", 8.0, "d_model must be a positive integer, got 8.0"),
-    ("n_blocks", "2", "n_blocks must be a positive integer, got '2'"),
-    ("n_heads", True, "n_heads must be a positive integer, got True"),
+    ("d_model", True, DECLARED),
+    ("d_model", 0, DECLARED),
+    ("d_model", 8.0, DECLARED),
+    ("n_blocks", "2", DECLARED),
+    ("n_heads", True, DECLARED),
     ("n_heads", 3, "n_heads=3 must divide the attention width round(p * d_model) = 4"),
-    ("p", "0.5", "p must be in [0, 1], got '0.5'"),
-    ("p", 1.5, "p must be in [0, 1], got 1.5"),
-    ("alpha", None, "alpha must be in [0, 1], got None"),
-    ("beta", -0.1, "beta must be in [0, 1], got -0.1"),
+    ("p", "0.5", DECLARED),
+    ("p", 1.5, DECLARED),
+    ("alpha", None, DECLARED),
+    ("beta", -0.1, DECLARED),
     ("attn_kernel_size", 2, "attn_kernel_size must be a positive odd integer, got 2"),
-    ("kernel_size", 0, "kernel_size must be a positive integer, got 0"),
-    ("dropout", "0.1", "dropout must be in [0, 1), got '0.1'"),
-    ("dropout", 1.0, "dropout must be in [0, 1), got 1.0"),
+    ("kernel_size", 0, DECLARED),
+    ("dropout", "0.1", DECLARED),
+    ("dropout", 1.0, DECLARED),
     ("optimizer", "LBFGS", "optimizer='LBFGS' needs a closure that re-evaluates the loss"),
     ("optimizer", "adamx", "unknown optimizer 'adamx'"),
-    ("optimizer_kwargs", "x", "optimizer_kwargs must be a dict of keyword arguments of the optimizer"),
+    ("optimizer_kwargs", "x", DECLARED),
     ("optimizer_kwargs", {"momentun": 0.9}, "optimizer_kwargs={'momentun': 0.9} are not accepted by AdamW"),
-    ("random_state", -1, "random_state must be None, an integer in [0, 4294967295] or a numpy RandomState, got -1"),
-    ("random_state", "seed", "random_state must be None, an integer in [0, 4294967295]"),
+    ("random_state", -1, DECLARED),
+    ("random_state", "seed", DECLARED),
     ("device", "bogus", "device='bogus' is not a device name torch knows"),
     ("device", 3, "device must be 'auto', 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 3 (int); for GPU 3 "
                   "write 'cuda:3'"),
-    ("batch_size", 1, "batch_size must be an integer >= 2, got 1"),
-    ("lr", 0, "lr must be a positive finite number, got 0"),
-    ("max_epochs", 0, "max_epochs must be a positive integer, got 0"),
-    ("pooling", "median", "pooling must be one of"),
-    ("norm", "group", "norm must be one of"),
+    ("batch_size", 1, DECLARED),
+    ("lr", 0, DECLARED),
+    ("max_epochs", 0, DECLARED),
+    ("pooling", "median", DECLARED),
+    ("norm", "group", DECLARED),
     ("attention", "sparse", "attention must be one of"),
-    ("validation_fraction", 1.5, "validation_fraction must be 'auto' or a number in [0, 1), got 1.5"),
-    ("n_estimators", 0, "n_estimators must be a positive integer, got 0"),
-    ("label_smoothing", 1.0, "label_smoothing must be a number in [0, 1), got 1.0"),
-    ("patch_len", 0, "patch_len must be a positive integer, got 0"),
+    ("validation_fraction", 1.5, DECLARED),
+    ("n_estimators", 0, DECLARED),
+    ("label_smoothing", 1.0, DECLARED),
+    ("patch_len", 0, DECLARED),
     ("patch_len", 50, "patch_len=50 is longer than every training series (the longest has 12 steps)"),
     ("downsample", 40, "downsample=40 is longer than every training series (the longest has 12 steps)"),
-    ("pretrained_encoder", 3, "pretrained_encoder must be the path of a file written by TSRepEncoder.save"),
-    ("freeze_encoder", "yes", "freeze_encoder must be a bool, got 'yes'"),
-    ("pretrain_epochs", -1, "pretrain_epochs must be an integer >= 0"),
+    ("pretrained_encoder", 3, DECLARED),
+    ("freeze_encoder", "yes", DECLARED),
+    ("pretrain_epochs", -1, DECLARED),
 ]
 
 
@@ -101,7 +105,52 @@ PARAMETER_CASES = [
 def test_bad_parameter_is_named_at_fit(name, value, message):
     with pytest.raises(ValueError) as raised:
         EADCTransformerClassifier(**{**TINY, name: value}).fit(X, Y)
-    assert message in str(raised.value)
+    if message is DECLARED:
+        assert f"The {name!r} parameter of EADCTransformerClassifier must be " in str(raised.value)
+        assert f"Got {value!r} instead" in str(raised.value)
+    else:
+        assert message in str(raised.value)
+
+
+def _invalid_values(constraints):
+    """A value of no accepted kind, then for each constraint a value just outside it (scikit-learn's
+    generator) that no other constraint of the parameter accepts."""
+    from sklearn.utils._param_validation import generate_invalid_param_val, make_constraint
+
+    yield object()
+    for constraint in constraints:
+        try:
+            bad = generate_invalid_param_val(make_constraint(constraint))
+        except NotImplementedError:  # types, "boolean", None: object() above is outside them
+            continue
+        if not any(make_constraint(other).is_satisfied_by(bad) for other in constraints):
+            yield bad
+
+
+DECLARED_CASES = [
+    (cls, name, value)
+    for cls in (EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier)
+    for name, constraints in cls._parameter_constraints.items()
+    if constraints != "no_validation"
+    for value in _invalid_values(constraints)
+]
+
+
+@pytest.mark.parametrize(
+    "cls, name, value", DECLARED_CASES, ids=[f"{c.__name__}-{n}={v!r}"[:80] for c, n, v in DECLARED_CASES]
+)
+def test_every_declared_constraint_refuses_with_the_parameter_named(cls, name, value):
+    with pytest.raises(ValueError, match=rf"The '{name}' parameter of {cls.__name__} must be "):
+        cls(**{name: value}).fit(X, Y_REG if cls._task == "regression" else Y)
+
+
+@pytest.mark.parametrize("cls", [EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier])
+def test_every_parameter_is_declared(cls):
+    """A parameter added to __init__ without a constraint (or "no_validation") fails here, named."""
+    import inspect
+
+    undeclared = set(inspect.signature(cls.__init__).parameters) - {"self"} - set(cls._parameter_constraints)
+    assert not undeclared, f"{cls.__name__} parameters without a declared constraint: {sorted(undeclared)}"
 
 
 def test_regressor_refuses_classification_only_parameters():
@@ -527,9 +576,9 @@ def _usage_error(main, argv, capsys) -> str:
 @pytest.mark.parametrize("argv, message", [
     (["--dataset", "Nope"], "argument --dataset: invalid choice: 'Nope'"),
     (["--dataset", "BasicMotions", "--device", "bogus"], "device='bogus' is not a device name torch knows"),
-    (["--dataset", "BasicMotions", "--param", "random_state=-1"], "random_state must be None, an integer"),
+    (["--dataset", "BasicMotions", "--param", "random_state=-1"], "The 'random_state' parameter of EADCTransformerClassifier must be an int in the range [0, 4294967295]"),
     (["--dataset", "BasicMotions", "--param", "optimizer=LBFGS"], "optimizer='LBFGS' needs a closure"),
-    (["--dataset", "BasicMotions", "--d-model", "0"], "d_model must be a positive integer, got 0"),
+    (["--dataset", "BasicMotions", "--d-model", "0"], "The 'd_model' parameter of EADCTransformerClassifier must be an int in the range [1, inf). Got 0 instead."),
 ], ids=["unknown dataset", "bad device", "negative seed", "LBFGS", "zero width"])
 def test_python_m_tsrep_usage_errors(capsys, argv, message):
     from tsrep.__main__ import main
@@ -544,7 +593,7 @@ def test_python_m_tsrep_usage_errors(capsys, argv, message):
     (["--device", "bogus"], "device 'bogus' is not a device"),
     (["--out", "{file}/results"], "(Not a directory)"),
     (["--out", "{damaged}", "--report-only"], "Move it aside"),
-    (["--config", "{bad_config}", "--out", "{out}"], "model 'ea-dc-transformer' on GunPoint: d_model must be a positive"),
+    (["--config", "{bad_config}", "--out", "{out}"], "model 'ea-dc-transformer' on GunPoint: The 'd_model' parameter of EADCTransformerClassifier must be"),
 ], ids=["unknown config", "zero jobs", "zero threads", "bad device", "out below a file", "damaged results store",
         "bad d_model in a config"])
 def test_tsrep_benchmark_refuses_up_front(capsys, tmp_path, argv, message):

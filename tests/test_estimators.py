@@ -85,8 +85,8 @@ def test_loss_decreases_on_learnable_data():
 @pytest.mark.parametrize(
     "params,match",
     [
-        ({"p": 1.5}, "p must be in"),
-        ({"p": -0.2}, "p must be in"),
+        ({"p": 1.5}, "The 'p' parameter of EADCTransformerClassifier must be a float in the range"),
+        ({"p": -0.2}, "The 'p' parameter of EADCTransformerClassifier must be a float in the range"),
         ({"n_heads": 3}, "n_heads"),
         ({"alpha": 1.1}, "alpha"),
         ({"beta": -0.1}, "beta"),

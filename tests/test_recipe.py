@@ -202,8 +202,8 @@ def test_baselines_train_with_the_same_recipe():
         ({"validation_fraction": "sometimes"}, "validation_fraction"),
         ({"weight_decay": -1.0}, "weight_decay"),
         ({"min_steps": -5}, "min_steps"),
-        ({"min_steps": "many"}, "min_steps must be 'auto' or an integer"),
-        ({"batch_size": 1}, "batch_size must be an integer >= 2"),
+        ({"min_steps": "many"}, r"The 'min_steps' parameter of EADCTransformerClassifier must be a str among \{'auto'\} or an int"),
+        ({"batch_size": 1}, r"The 'batch_size' parameter of EADCTransformerClassifier must be an int in the range \[2, inf\)"),
         ({"n_jobs": 0}, "n_jobs"),
     ],
 )

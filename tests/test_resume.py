@@ -166,7 +166,7 @@ def test_unwritable_checkpoint_dir_is_a_clear_error_before_training(data, tmp_pa
     with pytest.raises(OSError, match="checkpoint_dir=.* cannot be created or written"):
         EADCTransformerClassifier(**TINY, max_epochs=1, checkpoint_dir=a_file / "sub").fit(X, y)
     assert a_file.read_text() == "keep me"
-    with pytest.raises(ValueError, match="checkpoint_dir must be None or a directory path"):
+    with pytest.raises(ValueError, match="The 'checkpoint_dir' parameter of EADCTransformerClassifier must be an instance of 'str'"):
         EADCTransformerClassifier(**TINY, max_epochs=1, checkpoint_dir=3).fit(X, y)
 
 
@@ -223,7 +223,7 @@ def test_warm_start_refuses_other_classes_channels_or_architecture(data):
     clf.fit(X, y)  # a failed warm fit leaves nothing half-done: the next one continues
     with pytest.raises(ValueError, match="X has 3 channel"):
         clf.fit(X[:, :3], y)
-    with pytest.raises(ValueError, match="warm_start must be a bool"):
+    with pytest.raises(ValueError, match="The 'warm_start' parameter of EADCTransformerClassifier must be an instance of 'bool'"):
         clf.set_params(warm_start="yes").fit(X, y)
 
 

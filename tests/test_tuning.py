@@ -128,7 +128,7 @@ def test_bad_search_space_is_a_clear_error(space, message):
 
 
 def test_fixed_setting_the_estimator_refuses_is_refused_before_any_trial():
-    with pytest.raises(SearchSpaceError, match=r"fixed setting\(s\) dropout=1.5 cannot be used: dropout"):
+    with pytest.raises(SearchSpaceError, match=r"fixed setting\(s\) dropout=1.5 cannot be used: The 'dropout' parameter"):
         tune(EADCTransformerClassifier(), np.zeros((6, 1, 8)), np.array([0, 1] * 3), search_space={"dropout": 1.5},
              n_trials=1, storage="memory")
 

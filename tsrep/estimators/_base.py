@@ -6,17 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
-from tsrep.backbones.dc_transformer import split_width, validate_backbone_params
-from tsrep.estimators._common import TRAINING_PARAMS, resolve_device, validate_training_params
-from tsrep.estimators._cost import compiled_if_asked, encoder_cost_options, validate_cost_options
+from tsrep.backbones.dc_transformer import split_width
+from tsrep.estimators._constraints import EA_DC_TRANSFORMER
+from tsrep.estimators._cost import check_front_end_combinations, compiled_if_asked, encoder_cost_options
 from tsrep.estimators._harness import DeepSeriesEstimator
-from tsrep.estimators._long_runs import validate_long_run_options
 from tsrep.estimators._memory import check_estimator_memory
-from tsrep.estimators._pretraining import build_encoder, pretrain_stage, start_from_checkpoint, validate_pretraining
-from tsrep.estimators._recipe import validate_recipe
+from tsrep.estimators._pretraining import (
+    build_encoder,
+    check_pretraining_combinations,
+    pretrain_stage,
+    start_from_checkpoint,
+)
 from tsrep.nn.attention_kinds import validate_attention_options
 from tsrep.nn.interacting import check_interacting_heads
-from tsrep.nn.norm import NORMS
 from tsrep.nn.patching import n_tokens, resolve_front_end
 
 __all__ = ["EADCTransformerMixin"]
@@ -311,23 +313,23 @@ class EADCTransformerMixin(DeepSeriesEstimator):
         super().__init__()
 
     # ----------------------------------------------------------------- validation
-    def _validate_params(self):
-        validate_backbone_params(
-            self.d_model, self.n_blocks, self.n_heads, self.p, self.alpha, self.beta,
-            self.attn_kernel_size, self.kernel_size, self.dropout,
-        )
+    _parameter_constraints = {**DeepSeriesEstimator._parameter_constraints, **EA_DC_TRANSFORMER}
+
+    def _check_combinations(self) -> None:
+        super()._check_combinations()
+        d_attn = split_width(self.d_model, self.p)[0]
+        if self.p > 0 and d_attn == 0:
+            raise ValueError(f"p={self.p} gives no attention channel at d_model={self.d_model}; use p=0 or a larger p")
+        if d_attn > 0 and d_attn % self.n_heads != 0:
+            raise ValueError(f"n_heads={self.n_heads!r} must divide the attention width round(p * d_model) = {d_attn}")
+        if self.attn_kernel_size % 2 == 0:
+            raise ValueError(f"attn_kernel_size must be a positive odd integer, got {self.attn_kernel_size!r}")
         validate_attention_options(
-            self.attention, self.head_mixing, self.deacon_m, self.n_heads, split_width(self.d_model, self.p)[0],
+            self.attention, self.head_mixing, self.deacon_m, self.n_heads, d_attn,
             self.deacon_dp, self.deacon_xi, self.deacon_inner_steps,
         )
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
-        validate_training_params(self, TRAINING_PARAMS)
-        validate_recipe(self)
-        validate_pretraining(self)
-        validate_cost_options(self)
-        validate_long_run_options(self)
-        return resolve_device(self.device)
+        check_pretraining_combinations(self)
+        check_front_end_combinations(self)
 
     # ----------------------------------------------------------------- the harness's hooks
     def _fit_front_end(self, cases: list) -> None:

@@ -55,12 +55,6 @@ def resolve_device(device) -> torch.device:
     return dev
 
 
-# Parameters of the shared training harness, checked by validate_training_params.
-TRAINING_PARAMS = (
-    "pooling", "scaling", "dim_feedforward", "lr", "batch_size", "max_epochs", "patience", "grad_clip", "optimizer",
-    "optimizer_kwargs", "random_state", "device",
-)
-
 #: The largest seed numpy's and scikit-learn's generators take (random_state must lie in [0, SEED_MAX]).
 SEED_MAX = 2**32 - 1
 
@@ -113,7 +107,9 @@ def check_random_state_param(random_state) -> None:
 
 
 def validate_training_params(est, names) -> None:
-    """Raise ValueError naming the first bad harness parameter among `names` (attributes of `est`)."""
+    """Raise ValueError naming the first bad training parameter among `names` (attributes of `est`).
+
+    For TSRepEncoder; the estimators declare their constraints (tsrep.estimators._constraints)."""
     checks = {
         "pooling": (lambda v: v in POOLINGS, f"must be one of {POOLINGS}"),
         "scaling": (lambda v: v in SCALINGS, f"must be one of {SCALINGS}"),

@@ -13,13 +13,8 @@ from tsrep.nn.patching import AUTO, front_end
 MIXED_PRECISIONS = {None: None, "bf16": torch.bfloat16}
 
 
-def validate_cost_options(est) -> None:
-    """Raise ValueError naming the first bad cost option of an estimator."""
-    for name in ("checkpointing", "compile"):
-        if getattr(est, name) not in (True, False):
-            raise ValueError(f"{name} must be a bool, got {getattr(est, name)!r}")
-    if est.mixed_precision not in MIXED_PRECISIONS:
-        raise ValueError(f"mixed_precision must be one of {tuple(MIXED_PRECISIONS)}, got {est.mixed_precision!r}")
+def check_front_end_combinations(est) -> None:
+    """Raise ValueError naming the token front-end options that cannot go together (or with pretraining)."""
     if est.patch_len == AUTO:
         if est.patch_stride is not None:
             raise ValueError(

@@ -6,7 +6,8 @@ loss weights, seed ensembles), the training run itself (tsrep.training.train_sup
 saving and pickling. A subclass stores its parameters in ``__init__`` (scikit-learn's rule) and
 gives:
 
-    _validate_params()           check every parameter before any work; return the torch device
+    _parameter_constraints       its parameters' constraints, declared (tsrep.estimators._constraints)
+    _check_combinations()        the rules between its parameters (calling the harness's own first)
     _build_model(n_outputs)      the network (a tsrep.backbones.SeriesModel) for the fitted data
 
 and, when its network has more to it than one token per step and random initial weights, the
@@ -31,6 +32,7 @@ from tsrep.backbones import SeriesModel
 from tsrep.data import ChannelStandardizer, as_case_list
 from tsrep.estimators._common import (
     check_enough_cases,
+    check_optimizer,
     check_finite_outputs,
     check_not_empty,
     check_values,
@@ -39,10 +41,12 @@ from tsrep.estimators._common import (
     resolve_device,
     seed_from,
 )
+from tsrep.estimators._constraints import TRAINING, check_declared
 from tsrep.estimators._ensemble import fit_members
 from tsrep.estimators._long_runs import check_warm_start, restore_preprocessing, resume_settings, warm_state
 from tsrep.estimators._recipe import check_sample_weight, resolve_min_steps, resolve_validation_fraction
-from tsrep.nn.augmentation import resolve_augmentation
+from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
+from tsrep.training.callbacks import check_callbacks
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
 from tsrep.training.loop import stratified_split
@@ -71,10 +75,30 @@ class DeepSeriesEstimator:
     _tags = dict(AEON_TAGS)
     _task: str  # "classification" or "regression", set by the task mixin
 
-    # ----------------------------------------------------------------- what a subclass gives
+    #: The harness's parameters; a subclass adds those of its network (tsrep.estimators._constraints).
+    _parameter_constraints: dict = TRAINING
+
+    # ----------------------------------------------------------------- checks
     def _validate_params(self):
-        """Raise ValueError naming the first bad parameter; return the torch device to train on."""
-        raise NotImplementedError
+        """Check every parameter before any work: the declared constraints (scikit-learn's
+        ``_parameter_constraints``), then the rules between parameters. Raises ValueError naming the
+        parameter."""
+        check_declared(self)
+        self._check_combinations()
+
+    def _check_combinations(self) -> None:
+        """What the declared constraints cannot say: values checked against registries, optimiser
+        keyword arguments, devices, and rules between parameters; subclasses add their network's."""
+        check_optimizer(self.optimizer, self.optimizer_kwargs, self.lr)
+        resolve_device(self.device)
+        validate_augmentation(self.augmentation)
+        check_callbacks(self.callbacks, "callbacks")
+        if self._task == "regression":
+            for name, default in (("label_smoothing", 0.0), ("class_weight", None)):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name} applies to classification only; a regressor takes {name}={default!r}")
+
+    # ----------------------------------------------------------------- what a subclass gives
 
     def _build_model(self, n_outputs: int) -> SeriesModel:
         """The network for the fitted preprocessing (n_channels_, max_len_, patch_len_, ...)."""

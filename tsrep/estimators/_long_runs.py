@@ -1,14 +1,12 @@
-"""Long runs of the estimators: checks of ``callbacks``, ``checkpoint_dir`` and ``warm_start``, what a
-warm start carries over from the previous fit, and what a resumable checkpoint is keyed to."""
+"""Long runs of the estimators: what a warm start carries over from the previous fit and may change,
+and what a resumable checkpoint is keyed to."""
 
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 
-from tsrep.training.callbacks import check_callbacks
 
 # Parameters a warm start may change: how the network is trained, where and how loudly, not the
 # network itself. Every other parameter must keep its value of the previous fit.
@@ -22,15 +20,6 @@ RECIPE_PARAMS = frozenset({
 NOT_RESUME_SETTINGS = ("verbose", "device", "n_jobs", "callbacks", "checkpoint_dir", "warm_start")
 
 _FITTED_PREPROCESSING = ("standardizer_", "max_len_", "n_channels_", "patch_len_", "patch_stride_", "encoder_config_")
-
-
-def validate_long_run_options(est) -> None:
-    check_callbacks(est.callbacks, "callbacks")
-    cd = est.checkpoint_dir
-    if cd is not None and not isinstance(cd, (str, os.PathLike)):
-        raise ValueError(f"checkpoint_dir must be None or a directory path, got {cd!r}")
-    if est.warm_start not in (True, False):
-        raise ValueError(f"warm_start must be a bool, got {est.warm_start!r}")
 
 
 def warm_state(est) -> dict:

@@ -6,30 +6,18 @@ Kept apart from _base.py so the estimators' shared code only calls in here.
 from __future__ import annotations
 
 import inspect
-import numbers
-import os
 import types
 
 from torch import nn
 
 from tsrep.representation import build_encoder, load_encoder  # noqa: F401  (build_encoder used by _base)
-from tsrep.training.masking import ReconstructionModel, validate_masking
+from tsrep.training.masking import ReconstructionModel
 from tsrep.training.pretrain import PretrainConfig, pretrain_masked
 
 
-def validate_pretraining(est) -> None:
-    p = est.pretrain_epochs
-    if isinstance(p, bool) or not isinstance(p, numbers.Integral) or p < 0:
-        raise ValueError(f"pretrain_epochs must be an integer >= 0 (0: no pretraining), got {p!r}")
-    validate_masking(est.mask_ratio, est.mask_mean_length, est.masking)
-    path = est.pretrained_encoder
-    if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise ValueError(
-            f"pretrained_encoder must be the path of a file written by TSRepEncoder.save, or None, got {path!r}"
-        )
-    if est.freeze_encoder not in (True, False):
-        raise ValueError(f"freeze_encoder must be a bool, got {est.freeze_encoder!r}")
-    if est.freeze_encoder and est.pretrained_encoder is None and p == 0:
+def check_pretraining_combinations(est) -> None:
+    """Raise ValueError when freeze_encoder would leave a random encoder frozen."""
+    if est.freeze_encoder and est.pretrained_encoder is None and est.pretrain_epochs == 0:
         raise ValueError(
             "freeze_encoder=True would train only the head on a random encoder; give pretrain_epochs > 0 "
             "or pretrained_encoder"

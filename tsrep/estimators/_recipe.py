@@ -1,6 +1,6 @@
 """The training recipe shared by every tsrep estimator (EA-DC-Transformer and baselines alike).
 
-Checks of the recipe parameters, the ``validation_fraction="auto"`` rule, per-case loss weights from
+The ``validation_fraction="auto"`` and ``min_steps="auto"`` rules, per-case loss weights from
 ``class_weight`` and ``sample_weight``, the losses, and seed ensembles (``n_estimators``).
 """
 
@@ -13,8 +13,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tsrep.nn.augmentation import validate_augmentation
-from tsrep.training.schedules import check_lr_schedule
 
 #: ``validation_fraction="auto"`` holds out this share of TRAIN ...
 AUTO_VALIDATION_FRACTION = 0.2
@@ -50,39 +48,6 @@ def resolve_min_steps(value, n_classes: int | None) -> int:
     if value != "auto":
         return int(value)
     return max(AUTO_MIN_STEPS, AUTO_STEPS_PER_CLASS * (n_classes or 0))
-
-
-def _is_int(value, low: int) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
-
-
-def validate_recipe(est) -> None:
-    """Raise ValueError naming the first bad recipe parameter of `est`."""
-    vf = est.validation_fraction
-    if not (vf == "auto" or (isinstance(vf, numbers.Real) and not isinstance(vf, bool) and 0 <= vf < 1)):
-        raise ValueError(f"validation_fraction must be 'auto' or a number in [0, 1), got {vf!r}")
-    if not (est.min_steps == "auto" or _is_int(est.min_steps, 0)):
-        raise ValueError(f"min_steps must be 'auto' or an integer >= 0, got {est.min_steps!r}")
-    wd = est.weight_decay
-    if isinstance(wd, bool) or not isinstance(wd, numbers.Real) or not 0 <= wd < float("inf"):
-        raise ValueError(f"weight_decay must be a finite number >= 0, got {wd!r}")
-    check_lr_schedule(est.lr_schedule)
-    ls = est.label_smoothing
-    if isinstance(ls, bool) or not isinstance(ls, numbers.Real) or not 0 <= ls < 1:
-        raise ValueError(f"label_smoothing must be a number in [0, 1), got {ls!r}")
-    if not _is_int(est.n_estimators, 1):
-        raise ValueError(f"n_estimators must be a positive integer, got {est.n_estimators!r}")
-    nj = est.n_jobs
-    if isinstance(nj, bool) or not isinstance(nj, numbers.Integral) or nj == 0:  # joblib: -1 all cores, ...
-        raise ValueError(f"n_jobs must be a positive integer or -1 (all cores), got {nj!r}")
-    validate_augmentation(est.augmentation)
-    cw = est.class_weight
-    if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class: weight}}, got {cw!r}")
-    if est._task == "regression":
-        for name, value, default in (("label_smoothing", ls, 0.0), ("class_weight", cw, None)):
-            if value != default:
-                raise ValueError(f"{name} applies to classification only; a regressor takes {name}={default!r}")
 
 
 def check_sample_weight(sample_weight, n_cases: int) -> np.ndarray | None:

@@ -21,20 +21,15 @@ Backbones (Wang et al. 2023, Sec. 4.1):
 
 from __future__ import annotations
 
-import numbers
-
 from aeon.classification.base import BaseClassifier
 from aeon.regression.base import BaseRegressor
 
 from tsrep.backbones import SeriesModel
 from tsrep.backbones.baselines import baseline_builder, baseline_names
-from tsrep.estimators._common import TRAINING_PARAMS, resolve_device, validate_training_params
+from tsrep.estimators._constraints import BACKBONE
 from tsrep.estimators._harness import DeepSeriesEstimator
-from tsrep.estimators._long_runs import validate_long_run_options
-from tsrep.estimators._recipe import validate_recipe
 from tsrep.estimators.classifier import SeriesClassifierMixin
 from tsrep.estimators.regressor import SeriesRegressorMixin
-from tsrep.nn.norm import NORMS
 
 BACKBONES = baseline_names()
 # Each backbone's norm when norm=None: BatchNorm (padding-aware) as in ResNet and TST, and as the
@@ -146,7 +141,10 @@ class _BackboneMixin(DeepSeriesEstimator):
         self.warm_start = warm_start
         super().__init__()
 
-    def _validate_params(self):
+    _parameter_constraints = {**DeepSeriesEstimator._parameter_constraints, **BACKBONE}
+
+    def _check_combinations(self) -> None:
+        super()._check_combinations()
         names = baseline_names()  # read now: a baseline registered after import is accepted too
         if self.backbone not in names:
             import difflib
@@ -154,20 +152,8 @@ class _BackboneMixin(DeepSeriesEstimator):
             close = difflib.get_close_matches(str(self.backbone), names, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ValueError(f"backbone must be one of {names}, got {self.backbone!r}{hint}")
-        for name in ("d_model", "n_blocks", "kernel_size"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.backbone == "transformer" and (
-            not isinstance(self.n_heads, numbers.Integral) or self.n_heads < 1 or self.d_model % self.n_heads
-        ):
+        if self.backbone == "transformer" and self.d_model % self.n_heads:
             raise ValueError(f"n_heads={self.n_heads!r} must divide d_model={self.d_model}")
-        if self.norm is not None and self.norm not in NORMS:
-            raise ValueError(f"norm must be None or one of {NORMS}, got {self.norm!r}")
-        validate_training_params(self, ("dropout",) + TRAINING_PARAMS)
-        validate_recipe(self)
-        validate_long_run_options(self)
-        return resolve_device(self.device)
 
     def _build_model(self, n_outputs: int) -> SeriesModel:
         encoder = build_encoder(
