@@ -162,7 +162,8 @@ def test_bad_benchmark_settings_are_refused_before_any_cell(tmp_path, capsys):
     bad_width = benchmark_config(tmp_path / "bad.yaml", params={**TINY, "d_model": -8})
     assert benchmark_main(["--config", str(bad_width), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "d_model must be a positive integer, got -8" in err and err.count("\n") == 1
+    assert "The 'd_model' parameter of EADCTransformerClassifier must be an int in the range [1, inf). Got -8 instead." in err
+    assert err.count("\n") == 1
     assert not (tmp_path / "out" / "results.sqlite").exists()  # no cell ran
 
 
@@ -290,7 +291,7 @@ def test_tune_cli_bad_output_and_search_space_are_refused_before_any_trial(tmp_p
         (["--search-space", str(binary)], f"--search-space '{binary}' is not a text file"),
         (["--search-space", str(listed)], "must hold a mapping of parameter -> spec, got a list"),
         (["--search-space", str(tmp_path)], f"--search-space '{tmp_path}' is a directory"),
-        (["--set", "d_model=True"], "the fixed setting(s) d_model=True cannot be used: d_model must be a positive integer"),
+        (["--set", "d_model=True"], "the fixed setting(s) d_model=True cannot be used: The 'd_model' parameter of EADCTransformerClassifier must be an int"),
     ]
     for args, message in cases:
         argv = ["--dataset", "BasicMotions", "--storage", str(db), "--study-name", "s", "--n-trials", "1", "--quiet",

@@ -226,7 +226,7 @@ def test_each_rank_saw_its_half_of_every_batch(runs, run):
 
 def test_bad_setups_fail_on_every_rank_with_a_message(runs):
     # batch_size=1 is refused up front, alone or on every rank (batches of one case are never trained on).
-    assert runs[0, 1]["errors"] == {"small batch": "batch_size must be an integer >= 2, got 1"}
+    assert runs[0, 1]["errors"] == {"small batch": "The 'batch_size' parameter of EADCTransformerClassifier must be an int in the range [2, inf). Got 1 instead."}
     for rank in (0, 1):
         errors = runs[rank, 2]["errors"]
         assert "batch_size must be an integer >= 2" in errors["small batch"]
