@@ -36,7 +36,7 @@ def usage_error(capsys, argv) -> str:
     (["--param", "n_head=2"], "no parameter 'n_head' (did you mean 'n_heads'?"),
     (["--param", "p=2"], "invalid model settings: The 'p' parameter of EADCTransformerClassifier must be a float in the range [0.0, 1.0]. Got 2 instead."),
     (["--param", "pooling=flat"], "The 'pooling' parameter of EADCTransformerClassifier must be a str among"),
-    (["--param", "label_smoothing=-1"], "The 'label_smoothing' parameter of EADCTransformerClassifier must be a float in the range [0.0, 1.0). Got -1 instead."),
+    (["--param", "label_smoothing=-1"], "The 'label_smoothing' parameter of EADCTransformerClassifier must be a str among {'auto'} or a float in the range [0.0, 1.0). Got -1 instead."),
     (["--param", "dropout"], "--param dropout: expected key=value"),
     (["--p", "0.5", "--param", "p=0.3"], "--param p=0.3 repeats --p: give p once"),
     (["--seed", "1", "--param", "random_state=2"], "repeats --seed"),

@@ -134,6 +134,18 @@ def test_label_smoothing_is_torch_cross_entropy_with_smoothing():
     assert float(classification_loss(0.1)(logits, targets, None)) == pytest.approx(float(expected), rel=1e-6)
 
 
+def test_auto_label_smoothing_is_0_1_for_a_classifier_and_none_for_a_regressor():
+    X, y = _toy(20)
+    auto = EADCTransformerClassifier(**TINY).fit(X, y)
+    assert auto.label_smoothing == "auto" and auto.label_smoothing_ == 0.1
+    explicit = EADCTransformerClassifier(**{**TINY, "label_smoothing": 0.1}).fit(X, y)
+    unsmoothed = EADCTransformerClassifier(**{**TINY, "label_smoothing": 0.0}).fit(X, y)
+    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))  # the loss "auto" trains on
+    assert not np.allclose(auto.predict_proba(X), unsmoothed.predict_proba(X))
+    regressor = EADCTransformerRegressor(**TINY).fit(X, X[:, 0, 0])
+    assert regressor.label_smoothing == "auto" and not hasattr(regressor, "label_smoothing_")
+
+
 def test_uniform_sample_weights_change_nothing_and_weights_reach_the_loss():
     X, y = _toy(20)
     plain = EADCTransformerClassifier(**TINY).fit(X, y).predict_proba(X)

@@ -115,8 +115,11 @@ class EADCTransformerMixin(DeepSeriesEstimator):
         Per-step one-cycle (warm-up over 25 % of the steps, cosine annealing; Smith and Topin 2019)
         or cosine (5 % warm-up) schedules, halving on a plateau of the monitored loss, or constant
         (tsrep.training.schedules).
-    label_smoothing : float in [0, 1), default=0.0
-        Cross-entropy label smoothing; classification only.
+    label_smoothing : "auto" or float in [0, 1), default="auto"
+        Cross-entropy label smoothing (Szegedy et al., "Rethinking the Inception Architecture for
+        Computer Vision", CVPR 2016): the target puts 1 - s on the true class and s spread evenly
+        over all classes. "auto": 0.1 for a classifier (measured in the user guide's training recipe
+        page); a regressor has none ("auto" or 0 only). The value used is ``label_smoothing_``.
     class_weight : None, "balanced" or dict, default=None
         Loss weight per class: "balanced" is n_cases / (n_classes * class count) (scikit-learn's
         rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
@@ -232,7 +235,7 @@ class EADCTransformerMixin(DeepSeriesEstimator):
         optimizer_kwargs=None,
         weight_decay=0.01,
         lr_schedule="onecycle",
-        label_smoothing=0.0,
+        label_smoothing="auto",
         class_weight=None,
         augmentation="auto",
         grad_clip=4.0,

@@ -66,7 +66,7 @@ TRAINING = {
     "optimizer_kwargs": [dict, None],
     "weight_decay": [Interval(Real, 0, None, closed="left")],
     "lr_schedule": [StrOptions(set(LR_SCHEDULES))],
-    "label_smoothing": [_unit("left")],
+    "label_smoothing": [StrOptions({"auto"}), _unit("left")],
     "class_weight": [StrOptions({"balanced"}), dict, None],
     "augmentation": [str, list, tuple, None],  # which names: tsrep.nn.augmentation
     "grad_clip": [Interval(Real, 0, None, closed="neither"), None],

@@ -94,9 +94,11 @@ class DeepSeriesEstimator:
         validate_augmentation(self.augmentation)
         check_callbacks(self.callbacks, "callbacks")
         if self._task == "regression":
-            for name, default in (("label_smoothing", 0.0), ("class_weight", None)):
-                if getattr(self, name) != default:
-                    raise ValueError(f"{name} applies to classification only; a regressor takes {name}={default!r}")
+            for name, allowed in (("label_smoothing", ("auto", 0.0)), ("class_weight", (None,))):
+                if getattr(self, name) not in allowed:
+                    raise ValueError(
+                        f"{name} applies to classification only; a regressor takes {name}={allowed[0]!r}"
+                    )
 
     # ----------------------------------------------------------------- what a subclass gives
 

@@ -94,7 +94,7 @@ class _BackboneMixin(DeepSeriesEstimator):
         optimizer_kwargs=None,
         weight_decay=0.01,
         lr_schedule="onecycle",
-        label_smoothing=0.0,
+        label_smoothing="auto",
         class_weight=None,
         augmentation="auto",
         grad_clip=4.0,

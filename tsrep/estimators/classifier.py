@@ -9,7 +9,7 @@ from aeon.classification.base import BaseClassifier
 from tsrep.estimators._base import EADCTransformerMixin
 from tsrep.estimators._common import check_class_labels
 from tsrep.estimators._ensemble import mean_of
-from tsrep.estimators._recipe import case_weights, class_weights, classification_loss
+from tsrep.estimators._recipe import case_weights, class_weights, classification_loss, resolve_label_smoothing
 from tsrep.training.loop import accuracy_score_fn
 
 
@@ -30,7 +30,8 @@ class SeriesClassifierMixin:
         index = np.array([self._class_dictionary[v] for v in y])
         weights = case_weights(sample_weight, class_weights(self.class_weight, self.classes_, index), index)
         targets = torch.as_tensor(index, dtype=torch.long)
-        loss = classification_loss(float(self.label_smoothing))
+        self.label_smoothing_ = resolve_label_smoothing(self.label_smoothing)
+        loss = classification_loss(self.label_smoothing_)
         return self._train(
             X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
         )
@@ -66,6 +67,7 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
     best_epoch_ : int, epoch whose weights were kept
     validation_fraction_ : float, the share of TRAIN held out (validation_fraction="auto" resolved)
     min_steps_ : int, the least number of optimiser steps (min_steps="auto" resolved)
+    label_smoothing_ : float, the label smoothing of the loss (label_smoothing="auto" resolved)
     patch_len_, patch_stride_ : int or None, the token front end used (patch_len="auto" resolved)
     estimators_ : list of fitted single-model classifiers when n_estimators > 1, else None
 
