@@ -229,7 +229,7 @@ def test_bad_setups_fail_on_every_rank_with_a_message(runs):
     assert runs[0, 1]["errors"] == {"small batch": "The 'batch_size' parameter of EADCTransformerClassifier must be an int in the range [2, inf). Got 1 instead."}
     for rank in (0, 1):
         errors = runs[rank, 2]["errors"]
-        assert "batch_size must be an integer >= 2" in errors["small batch"]
+        assert "The 'batch_size' parameter of EADCTransformerClassifier must be an int in the range [2, inf)" in errors["small batch"]
         assert "needs the same training_data" in errors["other data"] and "on every rank" in errors["other data"]
 
 
