@@ -125,14 +125,16 @@ BACKBONE = {
 def check_declared(est) -> None:
     """Validate est's parameters against ``type(est)._parameter_constraints`` (InvalidParameterError).
 
-    A bool passes only a "boolean" constraint: scikit-learn would let True through as the integer 1.
+    A bool passes only a "boolean" (or "verbose") constraint: scikit-learn would let True through as the
+    integer 1.
     """
     constraints = type(est)._parameter_constraints
     params = est.get_params(deep=False)
     name = type(est).__name__
     for param, value in params.items():
         accepted = constraints.get(param)
-        if isinstance(value, bool) and isinstance(accepted, list) and not {"boolean", "verbose"} & set(map(str, accepted)):
+        takes_bool = isinstance(accepted, list) and {"boolean", "verbose"} & set(map(str, accepted))
+        if isinstance(value, bool) and isinstance(accepted, list) and not takes_bool:
             described = " or ".join(str(make_constraint(c)) for c in accepted)
             raise InvalidParameterError(
                 f"The {param!r} parameter of {name} must be {described}. Got {value!r} instead."

@@ -32,9 +32,9 @@ from tsrep.backbones import SeriesModel
 from tsrep.data import ChannelStandardizer, as_case_list
 from tsrep.estimators._common import (
     check_enough_cases,
-    check_optimizer,
     check_finite_outputs,
     check_not_empty,
+    check_optimizer,
     check_values,
     cpu_state_dict,
     prepare_series,
@@ -46,8 +46,8 @@ from tsrep.estimators._ensemble import fit_members
 from tsrep.estimators._long_runs import check_warm_start, restore_preprocessing, resume_settings, warm_state
 from tsrep.estimators._recipe import check_sample_weight, resolve_min_steps, resolve_validation_fraction
 from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
-from tsrep.training.callbacks import check_callbacks
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
+from tsrep.training.callbacks import check_callbacks
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
 from tsrep.training.loop import stratified_split
 from tsrep.training.resume import PRETRAIN_STATE_FILE, TrainCheckpoint, stored_seed
@@ -101,7 +101,6 @@ class DeepSeriesEstimator:
                     )
 
     # ----------------------------------------------------------------- what a subclass gives
-
     def _build_model(self, n_outputs: int) -> SeriesModel:
         """The network for the fitted preprocessing (n_channels_, max_len_, patch_len_, ...)."""
         raise NotImplementedError

@@ -51,9 +51,9 @@ def resolve_min_steps(value, n_classes: int | None) -> int:
 
 
 #: ``label_smoothing="auto"``: a classifier's cross-entropy smooths its targets by this much (a regressor
-#: has none). Measured on the development panel of the user guide's training recipe page, paired with
-#: the unsmoothed default on the same seeds: better on most long, small-sample problems (OSULeaf,
-#: FaceFour, Beef, Adiac), worse on a few, never by more than one seed moves a problem.
+#: has none). On the 12-problem UCR development panel (three seeds) the mean test accuracy rose on every
+#: seed, 0.844 against 0.837 without; the long series with few training cases gained most (FaceFour
+#: +0.037, Beef +0.033), Ham and DistalPhalanxTW lost 0.016 and 0.010.
 AUTO_LABEL_SMOOTHING = 0.1
 
 

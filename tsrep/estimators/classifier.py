@@ -25,12 +25,12 @@ class SeriesClassifierMixin:
 
     def _fit(self, X, y):
         is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
+        self.label_smoothing_ = resolve_label_smoothing(self.label_smoothing)  # the members' value too
         if is_ensemble:
             return self
         index = np.array([self._class_dictionary[v] for v in y])
         weights = case_weights(sample_weight, class_weights(self.class_weight, self.classes_, index), index)
         targets = torch.as_tensor(index, dtype=torch.long)
-        self.label_smoothing_ = resolve_label_smoothing(self.label_smoothing)
         loss = classification_loss(self.label_smoothing_)
         return self._train(
             X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
