@@ -159,8 +159,8 @@ def test_masked_batchnorm_statistics_skip_padding():
 @pytest.mark.parametrize(
     "kw,match",
     [
-        (dict(p=1.5), "p must be"),
-        (dict(p=-0.1), "p must be"),
+        (dict(p=1.5), "The 'p' parameter of DCTransformerConfig must be"),
+        (dict(p=-0.1), "The 'p' parameter of DCTransformerConfig must be"),
         (dict(n_heads=3), "n_heads"),
         (dict(alpha=1.2), "alpha"),
         (dict(beta=-0.5), "beta"),

@@ -129,7 +129,7 @@ def _invalid_values(constraints):
 
 DECLARED_CASES = [
     (cls, name, value)
-    for cls in (EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier)
+    for cls in (EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier, TSRepEncoder)
     for name, constraints in cls._parameter_constraints.items()
     if constraints != "no_validation"
     for value in _invalid_values(constraints)
@@ -141,10 +141,13 @@ DECLARED_CASES = [
 )
 def test_every_declared_constraint_refuses_with_the_parameter_named(cls, name, value):
     with pytest.raises(ValueError, match=rf"The '{name}' parameter of {cls.__name__} must be "):
-        cls(**{name: value}).fit(X, Y_REG if cls._task == "regression" else Y)
+        if cls is TSRepEncoder:
+            cls(**{name: value}).fit(X)
+        else:
+            cls(**{name: value}).fit(X, Y_REG if cls._task == "regression" else Y)
 
 
-@pytest.mark.parametrize("cls", [EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier])
+@pytest.mark.parametrize("cls", [EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier, TSRepEncoder])
 def test_every_parameter_is_declared(cls):
     """A parameter added to __init__ without a constraint (or "no_validation") fails here, named."""
     import inspect
@@ -159,11 +162,11 @@ def test_regressor_refuses_classification_only_parameters():
 
 
 @pytest.mark.parametrize("name, value, message", [
-    ("random_state", -1, "random_state must be None, an integer in [0, 4294967295]"),
+    ("random_state", -1, "The 'random_state' parameter of TSRepEncoder must be an int in the range [0, 4294967295]"),
     ("device", "bogus", "device='bogus' is not a device name torch knows"),
     ("optimizer", "LBFGS", "optimizer='LBFGS' needs a closure"),
-    ("optimizer_kwargs", "x", "optimizer_kwargs must be a dict"),
-    ("d_model", True, "d_model must be a positive integer, got True"),
+    ("optimizer_kwargs", "x", "The 'optimizer_kwargs' parameter of TSRepEncoder must be an instance of 'dict' or None"),
+    ("d_model", True, "The 'd_model' parameter of TSRepEncoder must be an int in the range [1, inf). Got True"),
 ])
 def test_bad_encoder_parameter_is_named_at_fit(name, value, message):
     with pytest.raises(ValueError) as raised:
@@ -676,3 +679,36 @@ def test_numpy_integers_are_accepted_as_parameters_and_in_grid_search():
     search = GridSearchCV(EADCTransformerClassifier(**TINY), {"d_model": np.array([8, 12])}, cv=2,
                           error_score="raise").fit(X, Y)
     assert search.best_params_["d_model"] in (8, 12)
+
+
+# ----------------------------------------------------------------------------- one encoder configuration
+@pytest.mark.parametrize("cls", [EADCTransformerClassifier, EADCTransformerRegressor, TSRepEncoder])
+def test_every_encoder_config_field_is_a_parameter_with_the_config_default(cls):
+    """DCTransformerConfig is the one source of the network's hyperparameters: each field is a parameter
+    of both estimators and of TSRepEncoder, with the field's default and constraint (the test names any
+    that is missing or differs)."""
+    from tsrep.backbones import DCTransformerConfig
+
+    params = cls().get_params(deep=False)
+    for name, default in DCTransformerConfig.defaults().items():
+        assert name in params, f"{cls.__name__} lacks the encoder parameter {name!r}"
+        assert params[name] == default, f"{cls.__name__}.{name} defaults to {params[name]!r}, the config to {default!r}"
+        assert cls._parameter_constraints[name] == DCTransformerConfig.constraints()[name], (
+            f"{cls.__name__}.{name} is checked differently from DCTransformerConfig.{name}"
+        )
+
+
+@pytest.mark.parametrize("cls", [EADCTransformerClassifier, TSRepEncoder])
+def test_the_fitted_encoder_is_built_from_every_parameter_of_the_config(cls):
+    from tsrep.backbones import DCTransformerConfig
+
+    chosen = dict(d_model=12, n_blocks=1, n_heads=3, p=0.5, alpha=0.3, beta=0.7, attn_kernel_size=5,
+                  kernel_size=2, dim_feedforward=20, dropout=0.05, norm="layer", head_mixing="deacon-average",
+                  deacon_m=2, deacon_dp=0.1, deacon_xi=0.5, deacon_inner_steps=3)
+    assert set(chosen) | {"attention"} == set(DCTransformerConfig.names())
+    est = cls(**chosen, random_state=0, batch_size=8)
+    if cls is TSRepEncoder:
+        encoder = est.set_params(pretrain_epochs=1).fit(X).encoder_
+    else:
+        encoder = est.set_params(max_epochs=1, min_steps=0).fit(X, Y).module_.encoder
+    assert encoder.config == DCTransformerConfig(**chosen)

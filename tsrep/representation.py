@@ -24,13 +24,13 @@ import numpy as np
 import torch
 from aeon.transformations.collection import BaseCollectionTransformer
 
-from tsrep.backbones import DCTransformerEncoder
-from tsrep.backbones.dc_transformer import validate_backbone_params
+from tsrep.backbones import DCTransformerConfig, DCTransformerEncoder
 from tsrep.data import ChannelStandardizer, as_case_list
-from tsrep.estimators._common import check_not_empty, cpu_state_dict, prepare_series, resolve_device, seed_from, validate_training_params
-from tsrep.estimators._common import check_finite_outputs, check_values
+from tsrep.estimators._common import check_not_empty, cpu_state_dict, prepare_series, resolve_device, seed_from
+from tsrep.estimators._common import check_finite_outputs, check_optimizer, check_values
 from tsrep.estimators._memory import check_training_memory
-from tsrep.nn.norm import NORMS
+from tsrep.estimators._parameters import ENCODER, LONG_RUNS, PREPROCESSING, PRETRAINING, TRAINING
+from tsrep.estimators._parameters import check_declared, keyword_parameters
 from tsrep.nn.pooling import SequencePooling
 from tsrep.training import predict_outputs
 from tsrep.training.callbacks import check_callbacks
@@ -39,10 +39,6 @@ from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked
 from tsrep._serialization import from_json, prefixed, read_model_file, to_json, write_model_file
 
 ENCODER_FORMAT = "tsrep-encoder/1"
-ENCODER_KEYS = (
-    "in_channels", "max_len", "d_model", "n_blocks", "n_heads", "p", "alpha", "beta", "attn_kernel_size",
-    "kernel_size", "dim_feedforward", "dropout", "norm", "attention", "head_mixing", "deacon_m", "deacon_settings",
-)
 
 
 #: Configuration keys an encoder checkpoint must hold (the others have defaults: no DEACON head mixing).
@@ -54,7 +50,23 @@ REQUIRED_KEYS = (
 
 def build_encoder(config: dict, **cost_options) -> DCTransformerEncoder:
     """The encoder of a checkpoint's configuration; cost_options: checkpointing, autocast_dtype (not stored)."""
-    return DCTransformerEncoder(**{k: config[k] for k in ENCODER_KEYS if k in config}, **cost_options)
+    return DCTransformerEncoder(
+        config["in_channels"], config["max_len"], DCTransformerConfig.from_params(config), **cost_options
+    )
+
+
+#: TSRepEncoder's parameters besides the network's (ENCODER) and the preprocessing: masked pretraining
+#: with the estimators' constraints, its own defaults (50 epochs of RAdam, the paper's optimiser).
+PRETRAINING_RUN = {
+    "pretrain_epochs": (50, PRETRAINING["pretrain_epochs"][1]),
+    **{name: PRETRAINING[name] for name in ("mask_ratio", "mask_mean_length", "masking")},
+    **{name: TRAINING[name] for name in ("lr", "batch_size")},
+    "optimizer": ("radam", TRAINING["optimizer"][1]),
+    **{name: TRAINING[name] for name in ("optimizer_kwargs", "grad_clip")},
+    "checkpoint": (None, LONG_RUNS["checkpoint_dir"][1]),
+    "callbacks": LONG_RUNS["callbacks"],
+    **{name: TRAINING[name] for name in ("device", "random_state", "verbose")},
+}
 
 
 def check_checkpoint_contents(path, config, mean, std) -> None:
@@ -172,6 +184,7 @@ class _Pooled(torch.nn.Module):
         return self.pool(self.encoder(x, valid), valid)
 
 
+@keyword_parameters(ENCODER, PREPROCESSING, PRETRAINING_RUN)
 class TSRepEncoder(BaseCollectionTransformer):
     """Unsupervised EA-DC-Transformer representations by masked reconstruction (Wang et al. 2023, Sec. 3.3.2).
 
@@ -188,7 +201,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         Hidden width d, the length of each representation vector (with mean or max pooling).
     n_blocks : int, default=3
         Blocks of two layers; the dilation of the convolution branch doubles per block.
-    n_heads : int, default=8
+    n_heads : int, default=4
         Attention heads; must divide the attention width round(p * d_model).
     p : float in [0, 1], default=0.25
         Share of the channels given to attention (0: dilated convolution only, 1: EA-Transformer).
@@ -201,6 +214,17 @@ class TSRepEncoder(BaseCollectionTransformer):
         Odd kernel size of the attention-map convolution.
     attention : str, default="evolving"
         Attention kind of every layer, as in :class:`~tsrep.EADCTransformerClassifier`.
+    head_mixing : {None, "deacon-direct", "deacon-average", "deacon-nonlinear"}, default=None
+        DEACON PCA layer over the head outputs, as in :class:`~tsrep.EADCTransformerClassifier`
+        (pretraining then trains it by the DEACON rule).
+    deacon_m : int or None, default=None
+        Components kept by the PCA layer (None: all heads); needs head_mixing.
+    deacon_dp : float > 0, default=0.2
+        Norm of every DEACON step of the PCA weights (paper: 0.2).
+    deacon_xi : float in (0, 1), default=0.8
+        Share of the steepest first-order loss decrease demanded of each DEACON step (paper: 0.8).
+    deacon_inner_steps : int >= 0, default=500
+        GHA-only updates per batch that set the Hebbian direction of the DEACON step (paper: 500).
     kernel_size : int, default=3
         Kernel of the dilated convolution branch.
     dim_feedforward : int or None, default=None
@@ -292,67 +316,6 @@ class TSRepEncoder(BaseCollectionTransformer):
         "non_deterministic": False,
     }
 
-    def __init__(
-        self,
-        d_model=64,
-        n_blocks=3,
-        n_heads=8,
-        p=0.25,
-        alpha=0.5,
-        beta=0.5,
-        attn_kernel_size=3,
-        attention="evolving",
-        kernel_size=3,
-        dim_feedforward=None,
-        dropout=0.1,
-        pooling="mean",
-        norm="batch",
-        scaling="standard",
-        pretrain_epochs=50,
-        mask_ratio=0.15,
-        mask_mean_length=3,
-        masking="geometric",
-        lr=1e-3,
-        batch_size=64,
-        optimizer="radam",
-        optimizer_kwargs=None,
-        grad_clip=4.0,
-        checkpoint=None,
-        callbacks=None,
-        device="auto",
-        random_state=None,
-        verbose=False,
-    ):
-        self.d_model = d_model
-        self.n_blocks = n_blocks
-        self.n_heads = n_heads
-        self.p = p
-        self.alpha = alpha
-        self.beta = beta
-        self.attn_kernel_size = attn_kernel_size
-        self.attention = attention
-        self.kernel_size = kernel_size
-        self.dim_feedforward = dim_feedforward
-        self.dropout = dropout
-        self.pooling = pooling
-        self.norm = norm
-        self.scaling = scaling
-        self.pretrain_epochs = pretrain_epochs
-        self.mask_ratio = mask_ratio
-        self.mask_mean_length = mask_mean_length
-        self.masking = masking
-        self.lr = lr
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.optimizer_kwargs = optimizer_kwargs
-        self.grad_clip = grad_clip
-        self.checkpoint = checkpoint
-        self.callbacks = callbacks
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        super().__init__()
-
     def _preprocess_collection(self, X, store_metadata=True):
         check_not_empty(X)
         with warnings.catch_warnings():  # numpy's overflow and all-NaN notes from aeon's checks: check_values says more
@@ -362,19 +325,11 @@ class TSRepEncoder(BaseCollectionTransformer):
         return X
 
     def _validate(self):
-        validate_backbone_params(
-            self.d_model, self.n_blocks, self.n_heads, self.p, self.alpha, self.beta,
-            self.attn_kernel_size, self.kernel_size, self.dropout,
-        )
+        """Check every parameter (the declared constraints, then the rules between them); the device."""
+        check_declared(self)
+        DCTransformerConfig.check_combinations(self.get_params(deep=False))
         validate_masking(self.mask_ratio, self.mask_mean_length, self.masking)
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
-        if isinstance(self.pretrain_epochs, bool) or not isinstance(self.pretrain_epochs, numbers.Integral) or self.pretrain_epochs < 0:
-            raise ValueError(f"pretrain_epochs must be an integer >= 0, got {self.pretrain_epochs!r}")
-        validate_training_params(
-            self, ("pooling", "scaling", "dim_feedforward", "lr", "batch_size", "grad_clip", "optimizer",
-                   "optimizer_kwargs", "random_state", "device")
-        )
+        check_optimizer(self.optimizer, self.optimizer_kwargs, self.lr)
         check_callbacks(self.callbacks, "callbacks")
         return resolve_device(self.device)
 
@@ -404,11 +359,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         self.config_ = {
             "in_channels": int(cases[0].shape[0]),
             "max_len": int(max(c.shape[1] for c in cases)),
-            "d_model": int(self.d_model), "n_blocks": int(self.n_blocks), "n_heads": int(self.n_heads),
-            "p": float(self.p), "alpha": float(self.alpha), "beta": float(self.beta),
-            "attn_kernel_size": int(self.attn_kernel_size), "kernel_size": int(self.kernel_size),
-            "dim_feedforward": None if self.dim_feedforward is None else int(self.dim_feedforward),
-            "dropout": float(self.dropout), "norm": self.norm, "attention": self.attention,
+            **DCTransformerConfig.from_params(self.get_params(deep=False)).to_dict(),
             "scaling": self.scaling, "pooling": self.pooling,
         }
         check_training_memory(  # before any weight is built: refuse what cannot fit, with what would help
@@ -463,9 +414,7 @@ class TSRepEncoder(BaseCollectionTransformer):
     def load(cls, path, **params) -> TSRepEncoder:
         """A fitted TSRepEncoder from a checkpoint; `params` override constructor parameters (device, ...)."""
         config, encoder, standardizer, document = load_encoder(path, with_document=True)
-        arch = {k: config[k] for k in ("d_model", "n_blocks", "n_heads", "p", "alpha", "beta", "attn_kernel_size",
-                                          "kernel_size", "dim_feedforward", "dropout", "norm", "attention")
-                if k in config}
+        arch = DCTransformerConfig.from_params(config).to_dict()
         arch.update(scaling=config.get("scaling", "standard"), pooling=config.get("pooling", "mean"))
         saved = from_json(document.get("params", {}), "params")
         known = set(cls().get_params(deep=False))

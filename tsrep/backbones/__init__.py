@@ -1,6 +1,7 @@
 """Networks assembled from tsrep.nn."""
 
-from tsrep.backbones.dc_transformer import DCTransformerBlock, DCTransformerEncoder, DCTransformerLayer, split_width
+from tsrep.backbones.config import DCTransformerConfig, split_width
+from tsrep.backbones.dc_transformer import DCTransformerBlock, DCTransformerEncoder, DCTransformerLayer
 from tsrep.backbones.baselines import baseline_names, register_baseline
 from tsrep.backbones.heads import SeriesModel
 from tsrep.backbones.causal_cnn import CausalCNNEncoder
@@ -12,7 +13,7 @@ from tsrep.backbones.transformer import TSTEncoder
 from tsrep.backbones.vision import EAViT, PatchEmbedding, ViTLayer
 
 __all__ = [
-    "DCTransformerBlock", "DCTransformerEncoder", "DCTransformerLayer", "SeriesModel", "split_width",
+    "DCTransformerBlock", "DCTransformerConfig", "DCTransformerEncoder", "DCTransformerLayer", "SeriesModel", "split_width",
     "CausalCNNEncoder", "RecurrentEncoder", "ResNetEncoder", "TSTEncoder",
     "baseline_names", "register_baseline",
     "EATransformerSeq2Seq",

@@ -13,70 +13,50 @@ degenerate models of the paper's tables are exact and count only parameters that
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 from torch import nn
 
+from tsrep.backbones.config import DCTransformerConfig, split_width
 from tsrep.nn import CausalDilatedConv1d, SequenceNorm
-from tsrep.nn.attention_kinds import build_attention, validate_attention_options
+from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.checkpointing import checkpointed
-from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI
 from tsrep.nn.patching import front_end, n_tokens
 
-
-def split_width(d_model: int, p: float) -> tuple[int, int]:
-    """Channels of the attention branch and of the convolution branch for fraction p."""
-    d_attn = int(round(p * d_model))
-    return d_attn, d_model - d_attn
+__all__ = ["DCTransformerBlock", "DCTransformerConfig", "DCTransformerEncoder", "DCTransformerLayer", "split_width"]
 
 
 class DCTransformerLayer(nn.Module):
     """One EA-DC-Transformer layer: [attention | dilated conv] -> norm -> FFN -> norm.
 
     Residual connections around the mixing step and the FFN follow TST (the paper omits them
-    from its equations "for brevity").
+    from its equations "for brevity"). `config` is valid by construction, so nothing is checked here.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        p: float,
-        alpha: float,
-        beta: float,
-        attn_kernel_size: int,
-        kernel_size: int,
-        dilation: int,
-        dim_feedforward: int,
-        dropout: float,
-        norm: str,
-        attention: str = "evolving",
-        head_mixing: str | None = None,
-        deacon_m: int | None = None,
-        deacon_settings: dict | None = None,
-    ):
+    def __init__(self, config: DCTransformerConfig, dilation: int):
         super().__init__()
-        d_attn, d_conv = split_width(d_model, p)
+        d_model, dropout = config.d_model, config.dropout
+        d_attn, d_conv = split_width(d_model, config.p)
         self.attention = (
-            build_attention(
-                attention, d_model, d_attn, n_heads, alpha, beta, attn_kernel_size, dropout,
-                head_mixing=head_mixing, deacon_m=deacon_m, deacon_settings=deacon_settings,
+            attention_kind(config.attention).build(
+                d_model, d_attn, config.n_heads, config.alpha, config.beta, config.attn_kernel_size, dropout,
+                head_mixing=config.head_mixing, deacon_m=config.deacon_m, deacon_settings=config.deacon_settings,
             )
             if d_attn > 0
             else None
         )
-        self.conv = CausalDilatedConv1d(d_model, d_conv, kernel_size, dilation) if d_conv > 0 else None
+        self.conv = CausalDilatedConv1d(d_model, d_conv, config.kernel_size, dilation) if d_conv > 0 else None
         self.act = nn.LeakyReLU()
         self.dropout = nn.Dropout(dropout)
-        self.norm1 = SequenceNorm(norm, d_model)
+        self.norm1 = SequenceNorm(config.norm, d_model)
+        dim_feedforward = config.dim_feedforward or 4 * d_model
         self.ffn = nn.Sequential(
             nn.Linear(d_model, dim_feedforward),
             nn.ReLU(),
             nn.Dropout(dropout),
             nn.Linear(dim_feedforward, d_model),
         )
-        self.norm2 = SequenceNorm(norm, d_model)
+        self.norm2 = SequenceNorm(config.norm, d_model)
 
     def forward(
         self, x: torch.Tensor, valid: torch.Tensor | None, prev_logits: torch.Tensor | None
@@ -103,12 +83,10 @@ class DCTransformerLayer(nn.Module):
 class DCTransformerBlock(nn.Module):
     """Two layers with the same dilation, then a residual over the block and a norm."""
 
-    def __init__(self, n_layers: int = 2, norm: str = "batch", d_model: int = 64, **layer_kwargs):
+    def __init__(self, config: DCTransformerConfig, dilation: int, n_layers: int = 2):
         super().__init__()
-        self.layers = nn.ModuleList(
-            DCTransformerLayer(d_model=d_model, norm=norm, **layer_kwargs) for _ in range(n_layers)
-        )
-        self.norm = SequenceNorm(norm, d_model)
+        self.layers = nn.ModuleList(DCTransformerLayer(config, dilation) for _ in range(n_layers))
+        self.norm = SequenceNorm(config.norm, config.d_model)
 
     def forward(self, x, valid, prev_logits, checkpointing: bool = False):
         """x: (B, T, d) -> (B, T, d), carried logits; checkpointing: keep only each layer's inputs"""
@@ -124,20 +102,19 @@ class DCTransformerBlock(nn.Module):
 class DCTransformerEncoder(nn.Module):
     """Input projection, learnable positional encoding and n_blocks blocks with dilation 2^i.
 
-    max_len is the longest series (in steps); there are n_positions learned positions (one per
-    token) and longer inputs reuse the last one.
-    attention, head_mixing, deacon_m and deacon_settings choose the attention kind of every layer
-    (tsrep.nn.attention_kinds: "evolving", "vanilla", "interacting", "interacting-summed",
-    "crossed"; DEACON head mixing); deacon_settings holds dP, xi, inner_steps, gha_lr.
+    The hyperparameters are a :class:`~tsrep.backbones.config.DCTransformerConfig`, given as
+    `config` or as its fields by keyword (``DCTransformerEncoder(3, 40, d_model=32, n_heads=8)``,
+    checked here, once). max_len is the longest series (in steps); there are n_positions learned
+    positions (one per token) and longer inputs reuse the last one.
 
-    Cost options (none changes the maths of the layers; the documentation's design notes, "Cost"):
+    Options that depend on the data or the machine, not on the network's maths:
+    patch_len, patch_stride: PatchTST-style tokens of patch_len steps every patch_stride steps;
+    downsample: tokens are means over windows of `downsample` steps (tsrep.nn.patching). With a
+    front end, Z has one row per token, N = ceil(T / stride), and token_valid(valid) gives its mask.
     checkpointing: per-layer activation checkpointing (tsrep.nn.checkpointing), keeping only each
     layer's inputs (one carried (B, K, N, N) map per layer) and recomputing the rest in backward.
     autocast_dtype: None, or run forward under torch.autocast with this dtype (torch.bfloat16; with
     torch.float16 the attention maps run in fp32, past fp16's range).
-    patch_len, patch_stride: PatchTST-style tokens of patch_len steps every patch_stride steps;
-    downsample: tokens are means over windows of `downsample` steps (tsrep.nn.patching). With a
-    front end, Z has one row per token, N = ceil(T / stride), and token_valid(valid) gives its mask.
 
     forward(x (B, T, C), valid (B, T)) -> Z (B, N, d_model), N = T without a front end
     """
@@ -146,69 +123,43 @@ class DCTransformerEncoder(nn.Module):
         self,
         in_channels: int,
         max_len: int,
-        d_model: int = 64,
-        n_blocks: int = 3,
-        n_heads: int = 8,
-        p: float = 0.25,
-        alpha: float = 0.5,
-        beta: float = 0.5,
-        attn_kernel_size: int = 3,
-        kernel_size: int = 3,
-        dim_feedforward: int | None = None,
-        dropout: float = 0.1,
-        norm: str = "batch",
-        attention: str = "evolving",
-        head_mixing: str | None = None,
-        deacon_m: int | None = None,
-        deacon_settings: dict | None = None,
-        checkpointing: bool = False,
+        config: DCTransformerConfig | None = None,
+        *,
         patch_len: int | None = None,
         patch_stride: int | None = None,
         downsample: int | None = None,
+        checkpointing: bool = False,
         autocast_dtype: torch.dtype | None = None,
+        **hyperparameters,
     ):
         super().__init__()
+        if config is None:
+            unknown = sorted(set(hyperparameters) - set(DCTransformerConfig.names()) - {"deacon_settings"})
+            if unknown:
+                raise TypeError(
+                    f"DCTransformerEncoder got unexpected keyword argument(s) {unknown}; the hyperparameters are "
+                    f"the fields of DCTransformerConfig: {', '.join(DCTransformerConfig.names())}"
+                )
+            config = DCTransformerConfig.from_params(hyperparameters)
+        elif hyperparameters:
+            raise TypeError(f"pass the hyperparameters in config or by keyword, not both (got {sorted(hyperparameters)})")
         if checkpointing not in (True, False):
             raise ValueError(f"checkpointing must be a bool, got {checkpointing!r}")
         floating = isinstance(autocast_dtype, torch.dtype) and autocast_dtype.is_floating_point
         if not (autocast_dtype is None or floating):
             raise ValueError(f"autocast_dtype must be None or a floating torch.dtype, got {autocast_dtype!r}")
+        self.config = config
         self.patching = front_end(patch_len, patch_stride, downsample)
         self.checkpointing = bool(checkpointing)
         self.autocast_dtype = autocast_dtype
-        validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout)
-        settings = dict(deacon_settings or {})
-        validate_attention_options(
-            attention, head_mixing, deacon_m, n_heads, split_width(d_model, p)[0],
-            settings.get("dP", DEACON_DP), settings.get("xi", DEACON_XI), settings.get("inner_steps", DEACON_INNER_STEPS),
-        )
-        self.d_model = d_model
+        self.d_model = config.d_model
         self.max_len = max_len
         self.n_positions = n_tokens(max_len, self.patching.stride) if self.patching is not None else max_len
         in_features = self.patching.out_features(in_channels) if self.patching is not None else in_channels
-        self.input_proj = nn.Linear(in_features, d_model)
-        self.pos_embedding = nn.Parameter(torch.empty(self.n_positions, d_model).uniform_(-0.02, 0.02))
-        self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            DCTransformerBlock(
-                d_model=d_model,
-                norm=norm,
-                n_heads=n_heads,
-                p=p,
-                alpha=alpha,
-                beta=beta,
-                attn_kernel_size=attn_kernel_size,
-                kernel_size=kernel_size,
-                dilation=2**i,
-                dim_feedforward=dim_feedforward or 4 * d_model,
-                dropout=dropout,
-                attention=attention,
-                head_mixing=head_mixing,
-                deacon_m=deacon_m,
-                deacon_settings=deacon_settings,
-            )
-            for i in range(n_blocks)
-        )
+        self.input_proj = nn.Linear(in_features, config.d_model)
+        self.pos_embedding = nn.Parameter(torch.empty(self.n_positions, config.d_model).uniform_(-0.02, 0.02))
+        self.dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(DCTransformerBlock(config, dilation=2**i) for i in range(config.n_blocks))
 
     def token_valid(self, valid: torch.Tensor | None) -> torch.Tensor | None:
         """(B, T) valid steps -> (B, N) valid rows of Z (the same mask without a front end)."""
@@ -237,42 +188,3 @@ class DCTransformerEncoder(nn.Module):
         for block in self.blocks:
             h, logits = block(h, valid, logits, self.checkpointing and self.training)
         return h
-
-
-def _is_int(value) -> bool:
-    """An integer, numpy's included (GridSearchCV hands numpy grids' values through); never a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def validate_backbone_params(d_model, n_blocks, n_heads, p, alpha, beta, attn_kernel_size, kernel_size, dropout):
-    """Raise ValueError naming the first bad hyperparameter."""
-    if not _is_int(d_model) or d_model < 1:
-        raise ValueError(f"d_model must be a positive integer, got {d_model!r}")
-    if not _is_int(n_blocks) or n_blocks < 1:
-        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
-    if not _is_real(p) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be in [0, 1], got {p!r}")
-    for name, value in (("alpha", alpha), ("beta", beta)):
-        if not _is_real(value) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {value!r}")
-    d_attn, _ = split_width(d_model, p)
-    if p > 0 and d_attn == 0:
-        raise ValueError(f"p={p} gives no attention channel at d_model={d_model}; use p=0 or a larger p")
-    if d_attn > 0 and not _is_int(n_heads):
-        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
-    if d_attn > 0 and (n_heads < 1 or d_attn % n_heads != 0):
-        raise ValueError(
-            f"n_heads={n_heads!r} must divide the attention width round(p * d_model) = {d_attn}"
-        )
-    if not _is_int(attn_kernel_size) or attn_kernel_size < 1 or attn_kernel_size % 2 == 0:
-        raise ValueError(f"attn_kernel_size must be a positive odd integer, got {attn_kernel_size!r}")
-    if not _is_int(kernel_size) or kernel_size < 1:
-        raise ValueError(f"kernel_size must be a positive integer, got {kernel_size!r}")
-    if not _is_real(dropout):
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")

@@ -13,9 +13,8 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing, pad_cases
+from tsrep.data import ChannelStandardizer, as_case_list, fill_missing, pad_cases
 from tsrep.exceptions import MissingChannelWarning
-from tsrep.nn.pooling import POOLINGS
 from tsrep.training import SeriesBatchData
 from tsrep.training.optim import resolve_optimizer
 
@@ -55,18 +54,6 @@ def resolve_device(device) -> torch.device:
     return dev
 
 
-#: The largest seed numpy's and scikit-learn's generators take (random_state must lie in [0, SEED_MAX]).
-SEED_MAX = 2**32 - 1
-
-
-def _is_positive_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 def check_optimizer(optimizer, optimizer_kwargs, lr=1e-3) -> None:
     """Raise ValueError naming `optimizer` or `optimizer_kwargs` when they cannot drive tsrep's training loop.
 
@@ -92,54 +79,6 @@ def check_optimizer(optimizer, optimizer_kwargs, lr=1e-3) -> None:
         cls([torch.zeros(1, requires_grad=True)], **{"lr": lr, **optimizer_kwargs})
     except (TypeError, ValueError) as exc:
         raise ValueError(f"optimizer_kwargs={optimizer_kwargs!r} are not accepted by {cls.__name__}: {exc}") from None
-
-
-def check_random_state_param(random_state) -> None:
-    """None, an int in [0, 2**32 - 1] or a numpy RandomState, as scikit-learn takes it; ValueError otherwise."""
-    if random_state is None or isinstance(random_state, np.random.RandomState):
-        return
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if 0 <= random_state <= SEED_MAX:
-            return
-    raise ValueError(
-        f"random_state must be None, an integer in [0, {SEED_MAX}] or a numpy RandomState, got {random_state!r}"
-    )
-
-
-def validate_training_params(est, names) -> None:
-    """Raise ValueError naming the first bad training parameter among `names` (attributes of `est`).
-
-    For TSRepEncoder; the estimators declare their constraints (tsrep.estimators._constraints)."""
-    checks = {
-        "pooling": (lambda v: v in POOLINGS, f"must be one of {POOLINGS}"),
-        "scaling": (lambda v: v in SCALINGS, f"must be one of {SCALINGS}"),
-        "dim_feedforward": (lambda v: v is None or _is_positive_int(v), "must be a positive integer or None"),
-        "dropout": (lambda v: _is_real(v) and 0 <= v < 1, "must be a number in [0, 1)"),
-        "lr": (lambda v: _is_real(v) and 0 < v < float("inf"), "must be a positive finite number"),
-        # One case per batch would leave BatchNorm without statistics and data parallelism without a
-        # case per process: such batches are skipped, so batch_size=1 would train nothing.
-        "batch_size": (lambda v: _is_positive_int(v) and v >= 2, "must be an integer >= 2"),
-        "max_epochs": (_is_positive_int, "must be a positive integer"),
-        "validation_fraction": (lambda v: isinstance(v, numbers.Real) and 0 <= v < 1, "must be in [0, 1)"),
-        "patience": (lambda v: v is None or _is_positive_int(v), "must be a positive integer or None"),
-        "grad_clip": (lambda v: v is None or (_is_real(v) and v > 0), "must be a positive number or None"),
-    }
-    for name in names:
-        value = getattr(est, name)
-        if name == "optimizer":
-            check_optimizer(value, getattr(est, "optimizer_kwargs", None), getattr(est, "lr", 1e-3))
-            continue
-        if name == "optimizer_kwargs":
-            continue  # checked with optimizer
-        if name == "random_state":
-            check_random_state_param(value)
-            continue
-        if name == "device":
-            resolve_device(value)
-            continue
-        ok, rule = checks[name]
-        if not ok(value):
-            raise ValueError(f"{name} {rule}, got {value!r}")
 
 
 def seed_from(random_state) -> int:

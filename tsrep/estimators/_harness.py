@@ -6,7 +6,7 @@ loss weights, seed ensembles), the training run itself (tsrep.training.train_sup
 saving and pickling. A subclass stores its parameters in ``__init__`` (scikit-learn's rule) and
 gives:
 
-    _parameter_constraints       its parameters' constraints, declared (tsrep.estimators._constraints)
+    _parameter_constraints       its parameters' constraints, declared (tsrep.estimators._parameters)
     _check_combinations()        the rules between its parameters (calling the harness's own first)
     _build_model(n_outputs)      the network (a tsrep.backbones.SeriesModel) for the fitted data
 
@@ -41,7 +41,7 @@ from tsrep.estimators._common import (
     resolve_device,
     seed_from,
 )
-from tsrep.estimators._constraints import TRAINING, check_declared
+from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, check_declared, constraints_of
 from tsrep.estimators._ensemble import fit_members
 from tsrep.estimators._long_runs import check_warm_start, restore_preprocessing, resume_settings, warm_state
 from tsrep.estimators._recipe import check_sample_weight, resolve_min_steps, resolve_validation_fraction
@@ -75,8 +75,9 @@ class DeepSeriesEstimator:
     _tags = dict(AEON_TAGS)
     _task: str  # "classification" or "regression", set by the task mixin
 
-    #: The harness's parameters; a subclass adds those of its network (tsrep.estimators._constraints).
-    _parameter_constraints: dict = TRAINING
+    #: The harness's parameters; a subclass declares them with those of its network
+    #: (tsrep.estimators._parameters.keyword_parameters), which sets this.
+    _parameter_constraints: dict = constraints_of(PREPROCESSING, TRAINING, LONG_RUNS)
 
     # ----------------------------------------------------------------- checks
     def _validate_params(self):

@@ -10,6 +10,7 @@ import types
 
 from torch import nn
 
+from tsrep.backbones.config import DCTransformerConfig
 from tsrep.representation import build_encoder, load_encoder  # noqa: F401  (build_encoder used by _base)
 from tsrep.training.masking import ReconstructionModel
 from tsrep.training.pretrain import PretrainConfig, pretrain_masked
@@ -25,10 +26,7 @@ def check_pretraining_combinations(est) -> None:
 
 
 #: Estimator parameters that a pretrained encoder's checkpoint fixes (its configuration holds them).
-CHECKPOINT_FIXED = (
-    "d_model", "n_blocks", "n_heads", "p", "alpha", "beta", "attn_kernel_size", "kernel_size", "dim_feedforward",
-    "dropout", "norm", "attention", "head_mixing", "deacon_m", "scaling",
-)
+CHECKPOINT_FIXED = (*DCTransformerConfig.names(), "scaling")
 
 
 def check_architecture_agrees(est, config: dict) -> None:

@@ -26,7 +26,7 @@ from aeon.regression.base import BaseRegressor
 
 from tsrep.backbones import SeriesModel
 from tsrep.backbones.baselines import baseline_builder, baseline_names
-from tsrep.estimators._constraints import BACKBONE
+from tsrep.estimators._parameters import BACKBONE, LONG_RUNS, PREPROCESSING, TRAINING, keyword_parameters
 from tsrep.estimators._harness import DeepSeriesEstimator
 from tsrep.estimators.classifier import SeriesClassifierMixin
 from tsrep.estimators.regressor import SeriesRegressorMixin
@@ -46,6 +46,7 @@ def build_encoder(backbone, in_channels, max_len, d_model, n_blocks, n_heads, ke
                  dim_feedforward=dim_feedforward, dropout=dropout, norm=norm)
 
 
+@keyword_parameters(BACKBONE, PREPROCESSING, TRAINING, LONG_RUNS)
 class _BackboneMixin(DeepSeriesEstimator):
     """Parameters
     ----------
@@ -72,76 +73,6 @@ class _BackboneMixin(DeepSeriesEstimator):
         conv have none.
     """
 
-    def __init__(
-        self,
-        backbone="lstm",
-        d_model=64,
-        n_blocks=3,
-        n_heads=8,
-        kernel_size=3,
-        dim_feedforward=None,
-        dropout=0.1,
-        pooling="mean",
-        norm=None,
-        scaling="standard",
-        lr=1e-3,
-        batch_size=64,
-        max_epochs=100,
-        min_steps="auto",
-        validation_fraction="auto",
-        patience=20,
-        optimizer="adamw",
-        optimizer_kwargs=None,
-        weight_decay=0.01,
-        lr_schedule="onecycle",
-        label_smoothing="auto",
-        class_weight=None,
-        augmentation="auto",
-        grad_clip=4.0,
-        n_estimators=1,
-        n_jobs=1,
-        device="auto",
-        random_state=None,
-        verbose=False,
-        callbacks=None,
-        checkpoint_dir=None,
-        warm_start=False,
-    ):
-        self.backbone = backbone
-        self.d_model = d_model
-        self.n_blocks = n_blocks
-        self.n_heads = n_heads
-        self.kernel_size = kernel_size
-        self.dim_feedforward = dim_feedforward
-        self.dropout = dropout
-        self.pooling = pooling
-        self.norm = norm
-        self.scaling = scaling
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.min_steps = min_steps
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.optimizer = optimizer
-        self.optimizer_kwargs = optimizer_kwargs
-        self.weight_decay = weight_decay
-        self.lr_schedule = lr_schedule
-        self.label_smoothing = label_smoothing
-        self.class_weight = class_weight
-        self.augmentation = augmentation
-        self.grad_clip = grad_clip
-        self.n_estimators = n_estimators
-        self.n_jobs = n_jobs
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callbacks = callbacks
-        self.checkpoint_dir = checkpoint_dir
-        self.warm_start = warm_start
-        super().__init__()
-
-    _parameter_constraints = {**DeepSeriesEstimator._parameter_constraints, **BACKBONE}
 
     def _check_combinations(self) -> None:
         super()._check_combinations()

@@ -32,8 +32,8 @@ HEAD_MIXINGS = ("deacon-direct", "deacon-average", "deacon-nonlinear")
 
 # The paper's DEACON settings: the norm dP of every step, the share xi of the largest first-order loss
 # decrease each step must reach, and i GHA-only updates per batch: the defaults wherever a DEACON setting
-# is left out. The estimators' deacon_dp, deacon_xi and deacon_inner_steps repeat them as literals
-# (scikit-learn introspects __init__'s signature); a test keeps those equal to these.
+# is left out, and the defaults of the deacon_dp, deacon_xi and deacon_inner_steps fields of
+# tsrep.backbones.config.DCTransformerConfig (hence of the estimators' parameters).
 DEACON_DP = 0.2
 DEACON_XI = 0.8
 DEACON_INNER_STEPS = 500
