@@ -378,13 +378,6 @@ class TSRepEncoder(BaseCollectionTransformer):
         check_callbacks(self.callbacks, "callbacks")
         return resolve_device(self.device)
 
-    def _pretrain_config(self) -> PretrainConfig:
-        return PretrainConfig(
-            epochs=int(self.pretrain_epochs), lr=self.lr, batch_size=int(self.batch_size), optimizer=self.optimizer,
-            optimizer_kwargs=self.optimizer_kwargs, grad_clip=self.grad_clip, mask_ratio=float(self.mask_ratio),
-            mask_mean_length=float(self.mask_mean_length), masking=self.masking, verbose=self.verbose,
-        )
-
     def _checkpoint_settings(self, seed: int) -> dict:
         """The parameters a pretraining checkpoint must agree on to be resumed: all but where it
         runs (device), what it prints (verbose), the file itself, and the epoch budget (it may grow)."""
@@ -424,7 +417,7 @@ class TSRepEncoder(BaseCollectionTransformer):
             model = ReconstructionModel(encoder, self.config_["in_channels"]).to(device)
             generator = torch.Generator().manual_seed(seed)
             self.loss_history_ = pretrain_masked(
-                model, data, self._pretrain_config(), device, generator,
+                model, data, PretrainConfig.from_estimator(self), device, generator,
                 checkpoint=self.checkpoint, settings=self._checkpoint_settings(seed), callbacks=self.callbacks,
                 fit_info={"params": self.get_params(deep=False), "member": None, "phase": "pretrain",
                           "estimator": self},
