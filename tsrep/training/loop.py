@@ -195,6 +195,15 @@ class Trainer:
         Named in the error a non-finite loss raises.
     callbacks : Callback, list of them, CallbackList or None
         The user's callbacks.
+
+    Attributes
+    ----------
+    history : object
+        What the epochs are recorded in (set by subclasses); ``on_fit_end`` gets it as
+        ``logs["history"]`` and :meth:`fit` returns it.
+    loop_callbacks : list of Callback
+        The loop's own callbacks, called after the user's.
+    parallel : DataParallel
     """
 
     #: Named, with the epoch, in the error a non-finite loss raises.
