@@ -43,7 +43,8 @@ OUTPUT_TOL = 1e-5
 
 WORKER = textwrap.dedent(
     '''
-    """Fit small EA-DC-Transformers; save weights, losses, test outputs and the cases each training forward saw."""
+    """Fit small EA-DC-Transformers and pretrain small encoders; save weights, losses, test outputs and
+    the cases each training forward saw."""
     import sys
 
     import torch
@@ -51,6 +52,7 @@ WORKER = textwrap.dedent(
 
     from sklearn.datasets import load_digits
 
+    from tsrep import TSRepEncoder
     from tsrep.backbones.heads import SeriesModel
     from tsrep.backbones.vision import EAViT
     from tsrep.data import load_archive
@@ -58,13 +60,14 @@ WORKER = textwrap.dedent(
     from tsrep.training import fit_classifier, predict_logits
     from tsrep.training.callbacks import Callback, CSVLogger
     from tsrep.training.distributed import get_rank, get_world_size, save_on_main
+    from tsrep.training.masking import ReconstructionModel
 
     torch.set_num_threads(1)
     seen = []  # per training forward: the first time step of every case of the batch (identifies the cases)
 
 
     def record(module, args):
-        if module.training and isinstance(module, SeriesModel):
+        if module.training and isinstance(module, (SeriesModel, ReconstructionModel)):  # pretraining: masked cases
             seen.append(args[0][:, 0, :].clone())
         elif module.training and isinstance(module, EAViT):
             seen.append(args[0].flatten(1).clone())
@@ -79,6 +82,7 @@ WORKER = textwrap.dedent(
         # DEACON head mixing: the PCA layers' input moments are averaged over the global batch
         "BasicMotions-deacon": ("BasicMotions", slice(None), dict(optimizer="sgd", lr=0.02, head_mixing="deacon-direct", deacon_inner_steps=20)),
     }
+    PRETRAINING_RUNS = ("JapaneseVowels-sgd", "BasicMotions-radam")
     results = {}
     for run, (name, rows, options) in RUNS.items():
         X, y = load_archive(name, split="train")
@@ -118,6 +122,24 @@ WORKER = textwrap.dedent(
         "seen": list(seen),
     }
 
+    # Masked pretraining (TSRepEncoder, in the process group the fits above formed) on the data and
+    # with the optimisers of the first two runs: all 54 and 40 cases, shards 4/3 and 3/2.
+    for run in PRETRAINING_RUNS:
+        name, rows, options = RUNS[run]
+        X, _ = load_archive(name, split="train")
+        X_test, _ = load_archive(name, split="test")
+        seen.clear()
+        encoder = TSRepEncoder(
+            d_model=16, n_blocks=2, n_heads=2, p=0.5, dropout=0.0, batch_size=7, pretrain_epochs=2, random_state=0,
+            **{"optimizer": "radam", **options},
+        ).fit(X[rows])
+        results["pretraining-" + run] = {
+            "state": {k: v.clone() for k, v in encoder.encoder_.state_dict().items()},
+            "train_loss": encoder.loss_history_,
+            "test_features": torch.from_numpy(encoder.transform(X_test[:40])),
+            "seen": list(seen),
+        }
+
     # Bad set-ups fail on every rank with a message (a rank left waiting would hang the job).
     X, y = load_archive("BasicMotions", split="train")
     errors = {}
@@ -151,11 +173,12 @@ WORKER = textwrap.dedent(
 RUN_NAMES = ("JapaneseVowels-sgd", "BasicMotions-radam", "BasicMotions-deacon", "EAViT-digits")
 
 
-def _run_plain_and_on_two_ranks(worker: str, out) -> None:
-    """Run the `worker` script with plain `python` (no process group) and under a two-process torchrun
-    (gloo, CPU), both with `out` as its argument; fails with the log of a run that fails."""
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """{(rank, world_size): results} of one plain run and one two-process torchrun run (gloo, CPU)."""
+    out = tmp_path_factory.mktemp("distributed")
     script = out / "worker.py"
-    script.write_text(worker)
+    script.write_text(WORKER)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)  # the plain run must not look like a torchrun child
@@ -172,13 +195,6 @@ def _run_plain_and_on_two_ranks(worker: str, out) -> None:
         for proc in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """{(rank, world_size): results} of one plain run and one two-process torchrun run (gloo, CPU)."""
-    out = tmp_path_factory.mktemp("distributed")
-    _run_plain_and_on_two_ranks(WORKER, out)
     results = {}
     for rank, world in ((0, 1), (0, 2), (1, 2)):
         results[rank, world] = torch.load(out / f"rank{rank}_of_{world}.pt", weights_only=False)
@@ -220,7 +236,8 @@ def test_two_processes_give_the_one_process_losses_and_outputs(runs, run):
     torch.testing.assert_close(two["test_proba"], one["test_proba"], rtol=0, atol=OUTPUT_TOL)
 
 
-@pytest.mark.parametrize("run", RUN_NAMES)
+# Pretraining: the masks are drawn for the whole batch, alike on every rank and in one process.
+@pytest.mark.parametrize("run", [*RUN_NAMES, "pretraining-JapaneseVowels-sgd", "pretraining-BasicMotions-radam"])
 def test_each_rank_saw_its_half_of_every_batch(runs, run):
     one, rank0, rank1 = runs[0, 1][run]["seen"], runs[0, 2][run]["seen"], runs[1, 2][run]["seen"]
     assert len(one) == len(rank0) == len(rank1) >= 10  # the same optimiser steps, a few of them
@@ -229,6 +246,24 @@ def test_each_rank_saw_its_half_of_every_batch(runs, run):
         assert len(part0) == (len(batch) + 1) // 2 and len(part1) == len(batch) // 2
         assert torch.equal(torch.cat([part0, part1]), batch)
     assert any(len(batch) % 2 for batch in one)  # unequal shards occurred
+
+
+@pytest.mark.parametrize("run", ["JapaneseVowels-sgd", "BasicMotions-radam"])
+def test_masked_pretraining_on_two_processes_gives_the_one_process_result(runs, run):
+    # Each rank's half of every masked batch: test_each_rank_saw_its_half_of_every_batch.
+    one, rank0, rank1 = (runs[rank, world]["pretraining-" + run] for rank, world in ((0, 1), (0, 2), (1, 2)))
+    assert all(torch.equal(rank0["state"][k], rank1["state"][k]) for k in rank0["state"])
+    assert any("running_var" in k for k in one["state"])  # BatchNorm running statistics are compared too
+    if run.endswith("-sgd"):  # RAdam scales up the rounding noise of weights without a true gradient (above)
+        diff, where = _max_difference(one["state"], rank0["state"])
+        assert diff < WEIGHT_TOL, f"{run}: {where} differs by {diff:.2e}"
+    assert one["train_loss"][-1] < one["train_loss"][0]  # the weights moved
+    torch.testing.assert_close(torch.tensor(rank0["train_loss"]), torch.tensor(one["train_loss"]), rtol=0, atol=OUTPUT_TOL)
+    # The representations come from eval-mode BatchNorm, whose running mean follows the bias before it:
+    # with RAdam that bias moves by rounding noise scaled up (measured: 4e-5), and so do the features
+    # (measured: 5e-5). With SGD they match as closely as the losses.
+    atol = OUTPUT_TOL if run.endswith("-sgd") else 1e-3
+    torch.testing.assert_close(rank0["test_features"], one["test_features"], rtol=0, atol=atol)
 
 
 def test_bad_setups_fail_on_every_rank_with_a_message(runs):
@@ -242,92 +277,6 @@ def test_bad_setups_fail_on_every_rank_with_a_message(runs):
 
 def test_save_on_main_writes_once_from_rank_zero(runs):
     assert runs["main"] == {"written by": 0}
-
-
-# ----------------------------------------------------------------------------- masked pretraining
-PRETRAIN_WORKER = textwrap.dedent(
-    '''
-    """Pretrain small TSRepEncoders by masked reconstruction; save weights, losses, representations
-    and the (masked) cases each training forward saw."""
-    import sys
-
-    import torch
-    from torch import nn
-
-    from tsrep import TSRepEncoder
-    from tsrep.data import load_archive
-    from tsrep.training.distributed import get_rank, get_world_size, setup_data_parallel
-    from tsrep.training.masking import ReconstructionModel
-
-    torch.set_num_threads(1)
-    setup_data_parallel("cpu")  # under torchrun: join the process group, as fit_classifier does
-    seen = []  # per training forward: the first time step of every masked case of the batch
-
-
-    def record(module, args):
-        if module.training and isinstance(module, ReconstructionModel):
-            seen.append(args[0][:, 0, :].clone())
-
-
-    nn.modules.module.register_module_forward_pre_hook(record)
-    RUNS = {
-        # unequal lengths (padding in the masks and in BatchNorm), 54 cases in batches of 7: shards 4/3 and 3/2
-        "JapaneseVowels-sgd": ("JapaneseVowels", slice(None, None, 5), dict(optimizer="sgd", lr=0.02, optimizer_kwargs={"momentum": 0.9})),
-        # equal lengths, the default optimiser (RAdam), 40 cases: shards 4/3 and 3/2
-        "BasicMotions-radam": ("BasicMotions", slice(None), {}),
-    }
-    results = {}
-    for run, (name, rows, options) in RUNS.items():
-        X, _ = load_archive(name, split="train")
-        X_test, _ = load_archive(name, split="test")
-        seen.clear()
-        # No dropout: its draws differ between ranks (each rank's stream is seeded apart).
-        encoder = TSRepEncoder(
-            d_model=16, n_blocks=2, n_heads=2, p=0.5, dropout=0.0, batch_size=7, pretrain_epochs=2, random_state=0,
-            device="cpu", **options,
-        ).fit(X[rows])
-        results[run] = {
-            "state": {k: v.clone() for k, v in encoder.encoder_.state_dict().items()},
-            "train_loss": encoder.loss_history_,
-            "test_features": torch.from_numpy(encoder.transform(X_test[:40])),
-            "seen": list(seen),
-        }
-    torch.save(results, f"{sys.argv[1]}/rank{get_rank()}_of_{get_world_size()}.pt")
-    '''
-)
-
-
-@pytest.fixture(scope="module")
-def pretrain_runs(tmp_path_factory):
-    """{(rank, world_size): results} of PRETRAIN_WORKER, plain and on two ranks."""
-    out = tmp_path_factory.mktemp("distributed-pretraining")
-    _run_plain_and_on_two_ranks(PRETRAIN_WORKER, out)
-    return {(rank, world): torch.load(out / f"rank{rank}_of_{world}.pt", weights_only=False)
-            for rank, world in ((0, 1), (0, 2), (1, 2))}
-
-
-@pytest.mark.parametrize("run", ["JapaneseVowels-sgd", "BasicMotions-radam"])
-def test_masked_pretraining_on_two_processes_gives_the_one_process_result(pretrain_runs, run):
-    one, rank0, rank1 = pretrain_runs[0, 1][run], pretrain_runs[0, 2][run], pretrain_runs[1, 2][run]
-    assert all(torch.equal(rank0["state"][k], rank1["state"][k]) for k in rank0["state"])
-    assert any("running_var" in k for k in one["state"])  # BatchNorm running statistics are compared too
-    if run.endswith("-sgd"):  # Adam-type steps scale the rounding noise of zero-gradient weights (see WEIGHT_TOL)
-        diff, where = _max_difference(one["state"], rank0["state"])
-        assert diff < WEIGHT_TOL, f"{run}: {where} differs by {diff:.2e}"
-    assert one["train_loss"][-1] < one["train_loss"][0]  # the weights moved
-    torch.testing.assert_close(torch.tensor(rank0["train_loss"]), torch.tensor(one["train_loss"]), rtol=0, atol=OUTPUT_TOL)
-    # The representations come from eval-mode BatchNorm, whose running mean follows the bias before it:
-    # with RAdam that bias moves by rounding noise scaled up (see WEIGHT_TOL; measured: 4e-5), and so
-    # do the features (measured: 5e-5). With SGD they match as closely as the losses.
-    atol = OUTPUT_TOL if run.endswith("-sgd") else 1e-3
-    torch.testing.assert_close(rank0["test_features"], one["test_features"], rtol=0, atol=atol)
-    # The same masks (drawn for the whole batch on every rank): rank 0 took the first half of each
-    # masked batch, rank 1 the rest.
-    assert len(one["seen"]) == len(rank0["seen"]) == len(rank1["seen"]) >= 10
-    for batch, part0, part1 in zip(one["seen"], rank0["seen"], rank1["seen"]):
-        assert len(part0) == (len(batch) + 1) // 2 and len(part1) == len(batch) // 2
-        assert torch.equal(torch.cat([part0, part1]), batch)
-    assert any(len(batch) % 2 for batch in one["seen"])  # unequal shards occurred
 
 
 # ----------------------------------------------------------------------------- without processes
