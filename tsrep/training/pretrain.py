@@ -164,7 +164,8 @@ class MaskedPretrainer(Trainer):
 
     def batch_loss(self, index):
         values, valid, _ = self.data.batch(index, self.device)
-        # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible).
+        # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible), for
+        # the whole batch before this rank takes its rows: every rank and one process draw the same.
         mask = make_mask(
             tuple(values.shape), self.config.mask_ratio, self.config.mask_mean_length, self.config.masking,
             self.generator,
