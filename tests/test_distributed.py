@@ -122,8 +122,8 @@ WORKER = textwrap.dedent(
         "seen": list(seen),
     }
 
-    # Masked pretraining (TSRepEncoder, in the process group the fits above formed) on the data and
-    # with the optimisers of the first two runs: all 54 and 40 cases, shards 4/3 and 3/2.
+    # Masked pretraining (TSRepEncoder) on the data and with the optimisers of the first two runs:
+    # all 54 and 40 cases, shards 4/3 and 3/2.
     for run in PRETRAINING_RUNS:
         name, rows, options = RUNS[run]
         X, _ = load_archive(name, split="train")

@@ -34,6 +34,7 @@ from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import SequencePooling
 from tsrep.training import predict_outputs
 from tsrep.training.callbacks import check_callbacks
+from tsrep.training.distributed import broadcast_object, setup_data_parallel
 from tsrep.training.masking import ReconstructionModel, validate_masking
 from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked
 from tsrep._serialization import from_json, prefixed, read_model_file, to_json, write_model_file
@@ -389,8 +390,8 @@ class TSRepEncoder(BaseCollectionTransformer):
         return settings
 
     def _fit(self, X, y=None):
-        device = self._validate()
-        seed = seed_from(self.random_state)
+        device = setup_data_parallel(self._validate())  # under torchrun: join the process group, take this rank's GPU
+        seed = broadcast_object(seed_from(self.random_state))  # random_state=None: rank 0's draw on every rank
         cases = as_case_list(X, trailing_nan_is_padding=True)  # a NaN-padded 3-D array: series of their own length
         self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
         data = prepare_series(cases, self.standardizer_)

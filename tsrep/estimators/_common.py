@@ -17,6 +17,7 @@ from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing
 from tsrep.exceptions import MissingChannelWarning
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training import SeriesBatchData
+from tsrep.training.loop import cpu_state_dict  # noqa: F401  (the estimators' pickles store weights with it)
 from tsrep.training.optim import resolve_optimizer
 
 
@@ -210,11 +211,6 @@ def check_values(X, fitting: bool) -> None:
                 MissingChannelWarning,
                 stacklevel=4,
             )
-
-
-def cpu_state_dict(module: torch.nn.Module) -> dict:
-    """Detached CPU copies of a module's weights: what pickles and checkpoints store."""
-    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
 
 
 def check_not_empty(X) -> None:

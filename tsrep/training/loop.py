@@ -148,9 +148,9 @@ def backward_and_step(
     optimizer.step()
 
 
-def cpu_state_dict(model: nn.Module) -> dict:
-    """A copy of the model's state on the CPU (what checkpoints and the best epoch keep)."""
-    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+def cpu_state_dict(module: nn.Module) -> dict:
+    """Detached CPU copies of a module's weights: what pickles, checkpoints and the best epoch store."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
 
 
 class Trainer:
