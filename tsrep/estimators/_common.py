@@ -17,7 +17,7 @@ from tsrep.data import SCALINGS, ChannelStandardizer, as_case_list, fill_missing
 from tsrep.exceptions import MissingChannelWarning
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training import SeriesBatchData
-from tsrep.training.loop import cpu_state_dict  # noqa: F401  (the estimators' pickles store weights with it)
+from tsrep.training.loop import cpu_state_dict  # noqa: F401  (re-exported: the estimators take it from here)
 from tsrep.training.optim import resolve_optimizer
 
 
