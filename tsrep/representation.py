@@ -34,6 +34,7 @@ from tsrep.estimators._parameters import check_declared, keyword_parameters
 from tsrep.nn.pooling import SequencePooling
 from tsrep.training import predict_outputs
 from tsrep.training.callbacks import check_callbacks
+from tsrep.training.distributed import broadcast_object, setup_data_parallel
 from tsrep.training.masking import ReconstructionModel, validate_masking
 from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked
 from tsrep._serialization import from_json, prefixed, read_model_file, to_json, write_model_file
@@ -333,13 +334,6 @@ class TSRepEncoder(BaseCollectionTransformer):
         check_callbacks(self.callbacks, "callbacks")
         return resolve_device(self.device)
 
-    def _pretrain_config(self) -> PretrainConfig:
-        return PretrainConfig(
-            epochs=int(self.pretrain_epochs), lr=self.lr, batch_size=int(self.batch_size), optimizer=self.optimizer,
-            optimizer_kwargs=self.optimizer_kwargs, grad_clip=self.grad_clip, mask_ratio=float(self.mask_ratio),
-            mask_mean_length=float(self.mask_mean_length), masking=self.masking, verbose=self.verbose,
-        )
-
     def _checkpoint_settings(self, seed: int) -> dict:
         """The parameters a pretraining checkpoint must agree on to be resumed: all but where it
         runs (device), what it prints (verbose), the file itself, and the epoch budget (it may grow)."""
@@ -351,8 +345,8 @@ class TSRepEncoder(BaseCollectionTransformer):
         return settings
 
     def _fit(self, X, y=None):
-        device = self._validate()
-        seed = seed_from(self.random_state)
+        device = setup_data_parallel(self._validate())  # under torchrun: join the process group, take this rank's GPU
+        seed = broadcast_object(seed_from(self.random_state))  # random_state=None: rank 0's draw on every rank
         cases = as_case_list(X, trailing_nan_is_padding=True)  # a NaN-padded 3-D array: series of their own length
         self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
         data = prepare_series(cases, self.standardizer_)
@@ -375,7 +369,7 @@ class TSRepEncoder(BaseCollectionTransformer):
             model = ReconstructionModel(encoder, self.config_["in_channels"]).to(device)
             generator = torch.Generator().manual_seed(seed)
             self.loss_history_ = pretrain_masked(
-                model, data, self._pretrain_config(), device, generator,
+                model, data, PretrainConfig.from_estimator(self), device, generator,
                 checkpoint=self.checkpoint, settings=self._checkpoint_settings(seed), callbacks=self.callbacks,
                 fit_info={"params": self.get_params(deep=False), "member": None, "phase": "pretrain",
                           "estimator": self},

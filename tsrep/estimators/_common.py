@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 from tsrep.data import ChannelStandardizer, as_case_list, fill_missing, pad_cases
 from tsrep.exceptions import MissingChannelWarning
 from tsrep.training import SeriesBatchData
+from tsrep.training.loop import cpu_state_dict  # noqa: F401  (re-exported: the estimators take it from here)
 from tsrep.training.optim import resolve_optimizer
 
 
@@ -149,11 +150,6 @@ def check_values(X, fitting: bool) -> None:
                 MissingChannelWarning,
                 stacklevel=4,
             )
-
-
-def cpu_state_dict(module: torch.nn.Module) -> dict:
-    """Detached CPU copies of a module's weights: what pickles and checkpoints store."""
-    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
 
 
 def check_not_empty(X) -> None:

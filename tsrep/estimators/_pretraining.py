@@ -71,13 +71,10 @@ def pretrain_stage(est, model, data, device, generator, checkpoint=None, setting
         model.encoder.load_state_dict(weights)
     losses: list[float] = []
     if est.pretrain_epochs > 0:
-        config = PretrainConfig(
-            epochs=int(est.pretrain_epochs), lr=est.lr, batch_size=int(est.batch_size), optimizer=est.optimizer,
-            optimizer_kwargs=est.optimizer_kwargs, grad_clip=est.grad_clip, mask_ratio=float(est.mask_ratio),
-            mask_mean_length=float(est.mask_mean_length), masking=est.masking, verbose=est.verbose,
-        )
         recon = ReconstructionModel(model.encoder, est.n_channels_).to(device)
-        losses = pretrain_masked(recon, data, config, device, generator, checkpoint=checkpoint, settings=settings)
+        losses = pretrain_masked(
+            recon, data, PretrainConfig.from_estimator(est), device, generator, checkpoint=checkpoint, settings=settings
+        )
     if est.freeze_encoder:
         freeze(model.encoder)
     return losses

@@ -1,7 +1,8 @@
-"""A plain classification loop for backbones that take whole tensors (images, token ids), not padded series.
+"""Classification training for backbones that take whole tensors (images, token ids), not padded series.
 
-Shuffled minibatches drawn with a torch.Generator, cross-entropy, loss.backward(), an optimiser by name
-(tsrep.training.optim). Nothing else: no workers, no early stopping; the caller owns the data split.
+The training loop (tsrep.training.loop.Trainer) with shuffled minibatches drawn with a torch.Generator,
+cross-entropy and an optimiser by name (tsrep.training.optim). Nothing else: no workers, no early
+stopping; the caller owns the data split.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tsrep.training.callbacks import CallbackList, current_lr
-from tsrep.training.distributed import DataParallel, setup_data_parallel
-from tsrep.training.loop import backward_and_step, n_batches, shuffled_batches
+from tsrep.training.callbacks import CallbackList
+from tsrep.training.distributed import setup_data_parallel
+from tsrep.training.loop import Trainer
 from tsrep.training.optim import build_optimizer
 
 
@@ -37,6 +38,47 @@ def _check_xy(X: torch.Tensor, y: torch.Tensor, what: str) -> None:
         raise ValueError(f"{what}: X has no cases")
     if X.is_floating_point() and not bool(torch.isfinite(X).all()):
         raise ValueError(f"{what}: X contains NaN or infinite values")
+
+
+class ClassifierTrainer(Trainer):
+    """The loop of :func:`fit_classifier`: whole input tensors, cross-entropy, an optional per-step
+    lr schedule and held-out accuracy after every epoch."""
+
+    def __init__(self, model, X, y, optimizer, device, generator, batch_size, grad_clip, lr, epochs,
+                 lr_schedule=None, eval_data=None, callbacks=None):
+        super().__init__(model, optimizer, X, device, generator, batch_size, grad_clip, lr, callbacks)
+        self.X, self.y, self.eval_data = X, y, eval_data
+        self.scheduler = (
+            torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * self.steps_per_epoch)
+            if lr_schedule == "cosine"
+            else None
+        )
+        self.history = FitHistory()
+
+    def batch_loss(self, index):
+        shard = self.parallel.shard(index)  # one process: index itself
+        xb, yb = self.X[shard].to(self.device), self.y[shard].to(self.device)
+        return F.cross_entropy(self.parallel.model(xb), yb), len(shard), len(index)
+
+    def train_epoch(self, epoch: int) -> float:
+        tic = time.perf_counter()
+        loss = super().train_epoch(epoch)
+        self.history.epoch_seconds.append(time.perf_counter() - tic)  # training only, not the evaluation
+        return loss
+
+    def after_step(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.step()
+
+    def validate(self) -> dict:
+        if self.eval_data is None:
+            return {}
+        return {"val_score": evaluate(self.model, *self.eval_data, batch_size=self.batch_size, device=self.device)}
+
+    def record(self, logs: dict) -> None:
+        self.history.train_loss.append(logs["train_loss"])
+        if "val_score" in logs:
+            self.history.eval_accuracy.append(logs["val_score"])
 
 
 def fit_classifier(
@@ -81,49 +123,15 @@ def fit_classifier(
     device = setup_data_parallel(device)  # under torchrun: join the process group, take this rank's GPU
     model.to(device)
     opt = build_optimizer(optimizer, model.parameters(), lr, optimizer_kwargs)
-    parallel = DataParallel(model, device)  # one process: the model itself, nothing more
-    parallel.check_batch_size(batch_size)
-    parallel.check_inputs(X, generator)
-    min_size = parallel.min_batch_size
-    steps_per_epoch = n_batches(len(X), batch_size, min_size)
-    scheduler = (
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * steps_per_epoch)
-        if lr_schedule == "cosine"
-        else None
+    trainer = ClassifierTrainer(
+        model, X, y, opt, device, generator, batch_size, grad_clip, lr, epochs, lr_schedule, eval_data, callbacks
     )
-    history = FitHistory()
-    info = {
-        "model": model, "epochs": epochs, "start_epoch": 0, "member": None, "phase": "train",
+    fit_info = {
+        "member": None, "phase": "train",
         "params": {"epochs": epochs, "batch_size": batch_size, "lr": lr, "optimizer": optimizer,
                    "grad_clip": grad_clip, "lr_schedule": lr_schedule},
     }
-    with callbacks.fitting(info, history):
-        with parallel:
-            for epoch in range(epochs):
-                parallel.model.train()
-                total, seen = 0.0, 0
-                tic = time.perf_counter()
-                for index in shuffled_batches(len(X), batch_size, generator, min_size):
-                    shard = parallel.shard(index)  # one process: index itself
-                    xb, yb = X[shard].to(device), y[shard].to(device)
-                    opt.zero_grad(set_to_none=True)
-                    loss = parallel.weight_loss(F.cross_entropy(parallel.model(xb), yb), len(shard), len(index))
-                    batch_loss = parallel.batch_loss(loss)
-                    backward_and_step(model, opt, loss, grad_clip, f"training loss at epoch {epoch}", lr, batch_loss)
-                    if scheduler is not None:
-                        scheduler.step()
-                    total += batch_loss.item() * len(index)
-                    seen += len(index)
-                history.epoch_seconds.append(time.perf_counter() - tic)  # training only, as before
-                history.train_loss.append(total / max(seen, 1))
-                epoch_logs = {"train_loss": history.train_loss[-1]}
-                if eval_data is not None:
-                    history.eval_accuracy.append(evaluate(model, *eval_data, batch_size=batch_size, device=device))
-                    epoch_logs["val_score"] = history.eval_accuracy[-1]
-                epoch_logs.update(lr=current_lr(opt), seconds=time.perf_counter() - tic)
-                if callbacks.epoch_end(epoch, epoch_logs):
-                    break
-    return history
+    return trainer.fit(epochs, fit_info)
 
 
 @torch.no_grad()

@@ -1,10 +1,20 @@
-"""Supervised training: a step budget, a learning-rate schedule and, with a validation split carved from
-the training data, selection of the best epoch and early stopping."""
+"""The training loop of every tsrep fit, and supervised training on padded series.
+
+:class:`Trainer` is the one loop: shuffled minibatches, a gradient step per batch, an evaluation and
+the callbacks after every epoch, in small steps that subclasses override (the design of skorch's
+``NeuralNet``). :func:`train_supervised` (the estimators), :func:`tsrep.training.pretrain.pretrain_masked`
+(masked pretraining) and :func:`tsrep.training.backbone_fit.fit_classifier` (text and vision backbones)
+are its users. Early stopping with the best epoch's weights (:class:`EarlyStopping`), the per-epoch
+learning-rate schedule (tsrep.training.schedules.LRSchedule), the progress bar (:class:`ProgressBar`)
+and the tuner's pruning (tsrep.training.callbacks.OptunaPruning) are callbacks of that loop;
+checkpoints are its resume and save_checkpoint steps.
+"""
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,9 +22,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from tsrep.training.callbacks import CallbackList, current_lr
-from tsrep.training.deacon import with_deacon
-from tsrep.training.distributed import DataParallel
+from tsrep.training.callbacks import Callback, CallbackList, current_lr
+from tsrep.training.deacon import OptimizerWithDeacon, with_deacon
+from tsrep.training.distributed import DataParallel, is_main_process
 from tsrep.training.optim import build_optimizer
 from tsrep.training.resume import TrainCheckpoint, rng_states, set_rng_states
 from tsrep.training.schedules import LRSchedule
@@ -138,8 +148,327 @@ def backward_and_step(
     optimizer.step()
 
 
-def _cpu_state(model: nn.Module) -> dict:
-    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+def cpu_state_dict(module: nn.Module) -> dict:
+    """Detached CPU copies of a module's weights: what pickles, checkpoints and the best epoch store."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+
+
+class Trainer:
+    """The training loop, in small steps that subclasses override.
+
+    :meth:`fit` calls :meth:`resume`, then runs every epoch as
+
+    1. :meth:`train_epoch`: the cases reshuffled by `generator` (:func:`shuffled_batches`), each batch
+       through :meth:`train_step`: :meth:`batch_loss` (forward pass and loss of this rank's share of
+       the batch), backward, gradient clipping, the optimiser step and :meth:`after_step` (a
+       per-step learning-rate schedule);
+    2. :meth:`validate`: the logs of an evaluation after the epoch (none here);
+    3. :meth:`record`: the epoch's logs into the history;
+    4. the callbacks' ``on_epoch_end``: the user's (`callbacks`), then the loop's own
+       (``loop_callbacks``: early stopping, a per-epoch schedule, a progress bar); True from any of
+       them stops training after this epoch;
+    5. :meth:`save_checkpoint`: the state to resume from, once the stop decision is known.
+
+    The callbacks get the documented hooks and logs (tsrep.training.callbacks): ``on_fit_start``
+    gets `fit_info` plus "model", "epochs", "start_epoch"; the logs hold "train_loss", what
+    :meth:`validate` returns, "lr" and "seconds".
+
+    Data-parallel under an initialised process group of several ranks
+    (tsrep.training.distributed.DataParallel): every rank draws the same shuffles and computes the
+    loss of its shard of every batch, weighted so that the averaged gradient is the one-process
+    gradient; without one, every data-parallel call returns its input and the loop is a plain loop.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Trained in place.
+    optimizer : torch.optim.Optimizer or OptimizerWithDeacon
+    inputs : torch.Tensor, shape (n_cases, ...)
+        The training inputs: their number sets the batches, and every rank must hold the same (checked).
+    device : torch.device
+    generator : torch.Generator
+        Shuffles the cases every epoch; the same state on every rank (checked).
+    batch_size : int
+    grad_clip : float or None
+        Largest gradient norm (None or 0: no clipping).
+    lr : float
+        Named in the error a non-finite loss raises.
+    callbacks : Callback, list of them, CallbackList or None
+        The user's callbacks.
+
+    Attributes
+    ----------
+    history : object
+        What the epochs are recorded in (set by subclasses); ``on_fit_end`` gets it as
+        ``logs["history"]`` and :meth:`fit` returns it.
+    loop_callbacks : list of Callback
+        The loop's own callbacks, called after the user's.
+    parallel : DataParallel
+    """
+
+    #: Named, with the epoch, in the error a non-finite loss raises.
+    loss_name = "training loss"
+
+    def __init__(self, model: nn.Module, optimizer, inputs: torch.Tensor, device, generator: torch.Generator,
+                 batch_size: int, grad_clip: float | None, lr: float, callbacks=None):
+        self.model = model
+        self.optimizer = optimizer
+        # The lr schedules and the logged lr refer to the ordinary optimiser, not the DEACON part.
+        self.base_optimizer = optimizer.base if isinstance(optimizer, OptimizerWithDeacon) else optimizer
+        self.device = device
+        self.generator = generator
+        self.batch_size = batch_size
+        self.grad_clip = grad_clip
+        self.lr = lr
+        self.callbacks = callbacks if isinstance(callbacks, CallbackList) else CallbackList(callbacks)
+        self.loop_callbacks: list[Callback] = []
+        self.history = None
+        self.parallel = DataParallel(model, device)  # one process: the model itself, nothing more
+        self.parallel.check_batch_size(batch_size)
+        self.parallel.check_inputs(inputs, generator)  # before any other collective: a mismatch fails on every rank
+        self.n_cases = len(inputs)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return n_batches(self.n_cases, self.batch_size, self.parallel.min_batch_size)
+
+    def fit(self, epochs: int, fit_info: dict | None = None):
+        """Train for the epochs from :meth:`resume`'s start to `epochs`, or until a callback stops it;
+        returns ``self.history``."""
+        start_epoch, finished = self.resume()
+        info = {**(fit_info or {}), "model": self.model, "epochs": epochs, "start_epoch": start_epoch}
+        callbacks = CallbackList([*self.callbacks.callbacks, *self.loop_callbacks])
+        with callbacks.fitting(info, self.history), self.parallel:
+            for epoch in range(start_epoch, start_epoch if finished else epochs):
+                tic = time.perf_counter()
+                logs = {"train_loss": self.train_epoch(epoch), **self.validate()}
+                logs.update(lr=current_lr(self.base_optimizer), seconds=time.perf_counter() - tic)
+                self.record(logs)
+                stop = callbacks.epoch_end(epoch, logs)
+                self.save_checkpoint(epoch, finished=stop or epoch + 1 >= epochs)
+                if stop:
+                    break
+        return self.history
+
+    def train_epoch(self, epoch: int) -> float:
+        """One pass over the reshuffled cases; returns the mean loss, each batch weighted by its size."""
+        self.parallel.model.train()
+        total, seen = 0.0, 0
+        for index in shuffled_batches(self.n_cases, self.batch_size, self.generator, self.parallel.min_batch_size):
+            loss, size = self.train_step(index, epoch)
+            total += loss * size
+            seen += size
+        return total / max(seen, 1)
+
+    def train_step(self, index: torch.Tensor, epoch: int) -> tuple[float, int]:
+        """One optimiser step on the batch `index` (n_batch,) of case indices; returns the batch's
+        loss (the same on every rank) and its size as :meth:`batch_loss` counts it."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss, n_shard, n_batch = self.batch_loss(index)
+        # A batch that counts nothing (no masked entry) has a zero loss on every rank: any weight does.
+        loss = self.parallel.weight_loss(loss, n_shard, max(n_batch, 1))
+        batch_loss = self.parallel.batch_loss(loss)
+        backward_and_step(
+            self.model, self.optimizer, loss, self.grad_clip, f"{self.loss_name} at epoch {epoch}", self.lr, batch_loss
+        )
+        self.after_step()
+        return batch_loss.item(), n_batch
+
+    def batch_loss(self, index: torch.Tensor) -> tuple[torch.Tensor, int, int]:
+        """(loss, n_shard, n_batch): the mean loss over this rank's share of the batch `index`, and
+        what it averages over in the share (n_shard) and in the whole batch (n_batch), e.g. cases."""
+        raise NotImplementedError
+
+    def after_step(self) -> None:
+        """After every optimiser step (a per-step learning-rate schedule); nothing here."""
+
+    def validate(self) -> dict:
+        """Logs of an evaluation after every epoch, e.g. {"val_loss": ..., "val_score": ...}; none here."""
+        return {}
+
+    def record(self, logs: dict) -> None:
+        """Keep the epoch's logs in ``self.history``; nothing here."""
+
+    def resume(self) -> tuple[int, bool]:
+        """Load a saved state when there is one; returns the first epoch to run and whether the
+        saved run had finished. Here: (0, False), a fresh start."""
+        return 0, False
+
+    def save_checkpoint(self, epoch: int, finished: bool) -> None:
+        """Save the state after `epoch` (`finished`: no epoch follows); nothing here."""
+
+    def loop_state(self) -> dict:
+        """The weights, optimiser and shuffling generator states, as checkpoints hold them."""
+        return {"model": cpu_state_dict(self.model), "optimizer": self.optimizer.state_dict(),
+                "generator": self.generator.get_state()}
+
+    def load_loop_state(self, state: dict) -> None:
+        """Set what :meth:`loop_state` returned."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+
+
+class EarlyStopping(Callback):
+    """Keep the weights of the best epoch, stop after `patience` epochs without a better one, and
+    load the best weights when training ends (not when it raised).
+
+    The best epoch has the highest ``logs["val_score"]``, ties broken by the lower
+    ``logs["val_loss"]``; an epoch without "val_loss" in its logs is not compared.
+
+    Parameters
+    ----------
+    model : nn.Module
+    patience : int or None
+        None: never stop.
+    history : History
+        Its ``best_epoch`` is kept at the best epoch so far.
+    """
+
+    def __init__(self, model: nn.Module, patience: int | None, history: History):
+        self.model = model
+        self.patience = patience
+        self.history = history
+        self.best_key: tuple[float, float] | None = None
+        self.best_state: dict | None = None
+        self.waited = 0
+
+    def on_epoch_end(self, epoch: int, logs: dict) -> bool:
+        if "val_loss" in logs:
+            key = (logs["val_score"], -logs["val_loss"])
+            if self.best_key is None or key > self.best_key:
+                self.best_key, self.best_state, self.waited = key, cpu_state_dict(self.model), 0
+                self.history.best_epoch = epoch
+            else:
+                self.waited += 1
+        return self.patience is not None and self.waited >= self.patience
+
+    def on_fit_end(self, logs: dict) -> None:
+        if logs["error"] is None and self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+
+    def state_dict(self) -> dict:
+        return {"best_key": None if self.best_key is None else list(self.best_key),
+                "best_state": self.best_state, "waited": self.waited}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best_key = None if state["best_key"] is None else tuple(float(v) for v in state["best_key"])
+        self.best_state, self.waited = state["best_state"], int(state["waited"])
+
+
+class ProgressBar(Callback):
+    """A tqdm bar over the epochs, on rank 0 only, showing the latest logs.
+
+    Parameters
+    ----------
+    desc : str
+    shown : mapping of str to str
+        Label on the bar -> key of the logs.
+    """
+
+    def __init__(self, desc: str, shown: Mapping[str, str]):
+        self.desc = desc
+        self.shown = dict(shown)
+        self._bar = None
+
+    def on_fit_start(self, info: dict) -> None:
+        self._bar = tqdm(total=info["epochs"] - info["start_epoch"], desc=self.desc, leave=False,
+                         disable=not is_main_process())
+
+    def on_epoch_end(self, epoch: int, logs: dict) -> None:
+        self._bar.set_postfix({label: f"{logs[key]:.4f}" for label, key in self.shown.items() if key in logs},
+                              refresh=False)
+        self._bar.update()
+
+    def on_fit_end(self, logs: dict) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar = None
+
+
+class SupervisedTrainer(Trainer):
+    """The loop of :func:`train_supervised`: padded series, a loss with optional per-case weights,
+    a validation set with early stopping, a learning-rate schedule, resumable checkpoints."""
+
+    def __init__(self, model, train: SeriesBatchData, val: SeriesBatchData | None, loss_fn, score_fn,
+                 config: TrainConfig, device, generator, callbacks=None, checkpoint: TrainCheckpoint | None = None):
+        # PCA layers (DEACON head mixing) are trained by the DEACON rule, everything else by config.optimizer.
+        optimizer = with_deacon(
+            model,
+            lambda params: build_optimizer(
+                config.optimizer, params, config.lr, config.optimizer_kwargs, weight_decay=config.weight_decay
+            ),
+        )
+        super().__init__(model, optimizer, train.values, device, generator, config.batch_size, config.grad_clip,
+                         config.lr, callbacks)
+        self.train, self.val, self.loss_fn, self.score_fn = train, val, loss_fn, score_fn
+        self.checkpoint = checkpoint
+        self.history = History()
+        self.epochs = max(config.max_epochs, math.ceil(config.min_steps / max(self.steps_per_epoch, 1)))
+        self.schedule = LRSchedule(
+            config.lr_schedule, self.base_optimizer, self.epochs * self.steps_per_epoch,
+            plateau_patience=max(1, (config.patience or 20) // 2),
+        )
+        self.early_stopping = EarlyStopping(model, config.patience if val is not None else None, self.history)
+        self.loop_callbacks += [self.early_stopping, self.schedule]
+        if config.verbose:
+            self.loop_callbacks.append(ProgressBar("epochs", {k: k for k in ("train_loss", "val_loss", "val_score")}))
+
+    def batch_loss(self, index):
+        shard = self.parallel.shard(index)  # one process: index itself
+        values, mask, targets = self.train.batch(shard, self.device)
+        weights = self.train.batch_weights(shard, self.device)
+        outputs = self.parallel.model(values, mask)
+        loss = self.loss_fn(outputs, targets) if weights is None else self.loss_fn(outputs, targets, weights)
+        return loss, len(shard), len(index)
+
+    def after_step(self) -> None:
+        self.schedule.after_step()
+
+    def validate(self) -> dict:
+        if self.val is None or not len(self.val):
+            return {}
+        out = predict_outputs(self.model, self.val, self.batch_size, self.device, self.parallel)
+        return {"val_loss": float(self.loss_fn(out, self.val.targets)),
+                "val_score": float(self.score_fn(out, self.val.targets))}
+
+    def record(self, logs: dict) -> None:
+        self.history.train_loss.append(logs["train_loss"])
+        if "val_loss" in logs:
+            self.history.val_loss.append(logs["val_loss"])
+            self.history.val_score.append(logs["val_score"])
+
+    def resume(self) -> tuple[int, bool]:
+        if self.checkpoint is None:
+            return 0, False
+        self.checkpoint.bind(self.train, self.val, self.model)
+        state = self.checkpoint.load()
+        if state is None:
+            return 0, False
+        self.load_loop_state(state)
+        self.schedule.load_state_dict(state["schedule"])
+        set_rng_states(state["rng"])
+        if state.get("cuda_rng") is not None and torch.device(self.device).type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        self.history.train_loss, self.history.val_loss, self.history.val_score = (
+            [float(v) for v in state[name]] for name in ("train_loss", "val_loss", "val_score")
+        )
+        self.history.best_epoch = int(state["best_epoch"])
+        self.early_stopping.load_state_dict(state)
+        return int(state["epoch"]), bool(state["finished"])
+
+    def save_checkpoint(self, epoch: int, finished: bool) -> None:
+        if self.checkpoint is None:
+            return
+        on_cuda = torch.device(self.device).type == "cuda"
+        self.checkpoint.save({
+            "epoch": epoch + 1, "finished": finished, **self.loop_state(),
+            "schedule": self.schedule.state_dict(), "rng": rng_states(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if on_cuda else None,
+            **{name: torch.tensor(getattr(self.history, name), dtype=torch.float64)
+               for name in ("train_loss", "val_loss", "val_score")},
+            "best_epoch": self.history.best_epoch, **self.early_stopping.state_dict(),
+        })
 
 
 def train_supervised(
@@ -171,114 +500,9 @@ def train_supervised(
     Data-parallel under an initialised process group of several ranks (tsrep.training.distributed):
     each rank trains on its shard of every batch and the result equals one process's.
     """
-    callbacks = callbacks if isinstance(callbacks, CallbackList) else CallbackList(callbacks)
-    # PCA layers (DEACON head mixing) are trained by the DEACON rule, everything else by config.optimizer.
-    optimizer = with_deacon(
-        model,
-        lambda params: build_optimizer(
-            config.optimizer, params, config.lr, config.optimizer_kwargs, weight_decay=config.weight_decay
-        ),
-    )
-    history = History()
-    best_key, best_state, waited = None, None, 0
-    parallel = DataParallel(model, device)  # one process: the model itself, nothing more
-    parallel.check_batch_size(config.batch_size)
-    parallel.check_inputs(train.values, generator)  # before any other collective: a mismatch fails on every rank
-    steps_per_epoch = n_batches(len(train), config.batch_size, parallel.min_batch_size)
-    epochs = max(config.max_epochs, math.ceil(config.min_steps / max(steps_per_epoch, 1)))
-    base_optimizer = getattr(optimizer, "base", optimizer)  # an optimiser with DEACON: its ordinary part
-    schedule = LRSchedule(
-        config.lr_schedule, base_optimizer, epochs * steps_per_epoch,
-        plateau_patience=max(1, (config.patience or 20) // 2),
-    )
-    start_epoch, finished = 0, False
-    if checkpoint is not None:
-        checkpoint.bind(train, val, model)
-        state = checkpoint.load()
-        if state is not None:
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            schedule.load_state_dict(state["schedule"])
-            generator.set_state(state["generator"])
-            set_rng_states(state["rng"])
-            if state.get("cuda_rng") is not None and torch.device(device).type == "cuda":
-                torch.cuda.set_rng_state(state["cuda_rng"], device)
-            history = History(
-                [float(v) for v in state["train_loss"]], [float(v) for v in state["val_loss"]],
-                [float(v) for v in state["val_score"]], int(state["best_epoch"]),
-            )
-            best_key = None if state["best_key"] is None else tuple(float(v) for v in state["best_key"])
-            best_state, waited = state["best_state"], int(state["waited"])
-            start_epoch, finished = int(state["epoch"]), bool(state["finished"])
-    info = {**(fit_info or {}), "model": model, "epochs": epochs, "start_epoch": start_epoch}
-    with callbacks.fitting(info, history):
-        with parallel:
-            show = config.verbose and parallel.is_main
-            bar = tqdm(range(start_epoch, epochs), disable=not show or finished, desc="epochs", leave=False)
-            for epoch in bar:
-                if finished:
-                    break
-                tic = time.perf_counter()
-                parallel.model.train()
-                total, seen = 0.0, 0
-                for index in shuffled_batches(len(train), config.batch_size, generator, parallel.min_batch_size):
-                    shard = parallel.shard(index)  # one process: index itself
-                    values, mask, targets = train.batch(shard, device)
-                    weights = train.batch_weights(shard, device)
-                    optimizer.zero_grad(set_to_none=True)
-                    outputs = parallel.model(values, mask)
-                    raw = loss_fn(outputs, targets) if weights is None else loss_fn(outputs, targets, weights)
-                    loss = parallel.weight_loss(raw, len(shard), len(index))
-                    batch_loss = parallel.batch_loss(loss)
-                    backward_and_step(
-                        model, optimizer, loss, config.grad_clip, f"training loss at epoch {epoch}", config.lr,
-                        batch_loss,
-                    )
-                    schedule.after_step()
-                    total += batch_loss.item() * len(index)
-                    seen += len(index)
-                history.train_loss.append(total / max(seen, 1))
-                epoch_logs = {"train_loss": history.train_loss[-1]}
-                monitored = history.train_loss[-1]
-                if val is not None and len(val):
-                    out = predict_outputs(model, val, config.batch_size, device, parallel)
-                    val_loss = float(loss_fn(out, val.targets))
-                    val_score = float(score_fn(out, val.targets))
-                    history.val_loss.append(val_loss)
-                    history.val_score.append(val_score)
-                    epoch_logs.update(val_loss=val_loss, val_score=val_score)
-                    monitored = val_loss
-                    key = (val_score, -val_loss)
-                    if best_key is None or key > best_key:
-                        best_key, best_state, waited = key, _cpu_state(model), 0
-                        history.best_epoch = epoch
-                    else:
-                        waited += 1
-                epoch_logs.update(lr=current_lr(base_optimizer), seconds=time.perf_counter() - tic)
-                stop = callbacks.epoch_end(epoch, epoch_logs)
-                schedule.after_epoch(monitored)
-                bar.set_postfix({k: f"{v:.4f}" for k, v in epoch_logs.items() if k in ("train_loss", "val_loss", "val_score")})
-                patience_over = config.patience is not None and val is not None and waited >= config.patience
-                finished = stop or patience_over or epoch + 1 >= epochs
-                if checkpoint is not None:
-                    checkpoint.save({
-                        "epoch": epoch + 1, "finished": finished,
-                        "model": _cpu_state(model), "optimizer": optimizer.state_dict(),
-                        "schedule": schedule.state_dict(), "generator": generator.get_state(),
-                        "rng": rng_states(),
-                        "cuda_rng": torch.cuda.get_rng_state(device) if torch.device(device).type == "cuda" else None,
-                        "train_loss": torch.tensor(history.train_loss, dtype=torch.float64),
-                        "val_loss": torch.tensor(history.val_loss, dtype=torch.float64),
-                        "val_score": torch.tensor(history.val_score, dtype=torch.float64),
-                        "best_epoch": history.best_epoch,
-                        "best_key": None if best_key is None else list(best_key),
-                        "best_state": best_state, "waited": waited,
-                    })
-                if finished:
-                    break
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    else:
+    trainer = SupervisedTrainer(model, train, val, loss_fn, score_fn, config, device, generator, callbacks, checkpoint)
+    history = trainer.fit(trainer.epochs, fit_info)
+    if trainer.early_stopping.best_state is None:
         history.best_epoch = len(history.train_loss) - 1
     model.eval()  # a fitted model predicts; predicting must not change its state (train -> eval)
     return history

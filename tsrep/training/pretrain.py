@@ -1,4 +1,5 @@
-"""Masked-reconstruction pretraining loop (Wang et al., TPAMI 2023, Sec. 3.3.2; TST), with resumable checkpoints.
+"""Masked-reconstruction pretraining (Wang et al., TPAMI 2023, Sec. 3.3.2; TST) on the training loop
+(tsrep.training.loop.Trainer), with resumable checkpoints.
 
 Every epoch shuffles the cases and draws a fresh mask for every batch (tsrep.training.masking); the
 loss is the MSE over masked, non-padded entries (Eq. 8). With ``checkpoint`` set, the loop writes
@@ -12,21 +13,18 @@ holds only tensors, numbers and strings and is read with ``torch.load(weights_on
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
 from tsrep._io import atomic_torch_save
-from tsrep.training.callbacks import CallbackList, current_lr
 from tsrep.training.deacon import with_deacon
 from tsrep.training.distributed import is_main_process
-from tsrep.training.loop import SeriesBatchData, backward_and_step, shuffled_batches
+from tsrep.training.loop import ProgressBar, SeriesBatchData, Trainer
 from tsrep.training.masking import apply_mask, make_mask, masked_mse
 from tsrep.training.optim import build_optimizer
 
@@ -47,6 +45,19 @@ class PretrainConfig:
     mask_mean_length: float = 3.0
     masking: str = "geometric"
     verbose: bool = False
+
+    @classmethod
+    def from_estimator(cls, estimator) -> PretrainConfig:
+        """The pretraining settings of an estimator with masked pretraining (TSRepEncoder, the
+        EA-DC-Transformer estimators): its pretrain_epochs, lr, batch_size, optimizer,
+        optimizer_kwargs, grad_clip, mask_ratio, mask_mean_length, masking and verbose."""
+        return cls(
+            epochs=int(estimator.pretrain_epochs), lr=estimator.lr, batch_size=int(estimator.batch_size),
+            optimizer=estimator.optimizer, optimizer_kwargs=estimator.optimizer_kwargs,
+            grad_clip=estimator.grad_clip, mask_ratio=float(estimator.mask_ratio),
+            mask_mean_length=float(estimator.mask_mean_length), masking=estimator.masking,
+            verbose=estimator.verbose,
+        )
 
     def settings(self) -> dict:
         """What must agree for a checkpoint to be resumed (the epoch budget may grow)."""
@@ -121,6 +132,87 @@ def _check_resumable(state, checkpoint, fingerprint: dict, epochs: int) -> None:
         )
 
 
+class MaskedPretrainer(Trainer):
+    """The loop of :func:`pretrain_masked`: a fresh mask for every batch, the masked MSE, a
+    resumable state written after every epoch.
+
+    Data-parallel like supervised training: the mask is drawn for the whole batch (the same draws
+    on every rank and in one process) and each rank takes its rows; the loss of a rank's rows is
+    weighted by its share of the batch's counted entries, so that the averaged gradient is the
+    gradient of the batch's masked MSE.
+    """
+
+    loss_name = "pretraining loss"
+
+    def __init__(self, model, data: SeriesBatchData, config: PretrainConfig, device, generator,
+                 callbacks=None, checkpoint=None, settings: Mapping | None = None):
+        optimizer = with_deacon(
+            model, lambda params: build_optimizer(config.optimizer, params, config.lr, config.optimizer_kwargs)
+        )
+        super().__init__(model, optimizer, data.values, device, generator, config.batch_size, config.grad_clip,
+                         config.lr, callbacks)
+        self.data, self.config, self.checkpoint = data, config, checkpoint
+        self.history: list[float] = []
+        self.fingerprint = None
+        if checkpoint is not None:
+            self.fingerprint = {
+                "data": data_fingerprint(data.values, data.valid),
+                "settings": describe_settings({**config.settings(), **(settings or {})}),
+            }
+        if config.verbose:
+            self.loop_callbacks.append(ProgressBar("pretraining", {"loss": "train_loss"}))
+
+    def batch_loss(self, index):
+        values, valid, _ = self.data.batch(index, self.device)
+        # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible), for
+        # the whole batch before this rank takes its rows: every rank and one process draw the same.
+        mask = make_mask(
+            tuple(values.shape), self.config.mask_ratio, self.config.mask_mean_length, self.config.masking,
+            self.generator,
+        ).to(self.device)
+        n_batch = _n_counted(mask, valid)
+        rows = self.parallel.shard(torch.arange(len(index)))  # one process: every row
+        values, mask = values[rows], mask[rows]
+        valid = None if valid is None else valid[rows]
+        prediction = self.parallel.model(apply_mask(values, mask), valid)
+        return masked_mse(prediction, values, mask, valid), _n_counted(mask, valid), n_batch
+
+    def record(self, logs: dict) -> None:
+        self.history.append(logs["train_loss"])
+
+    def resume(self) -> tuple[int, bool]:
+        if self.checkpoint is None or not Path(self.checkpoint).exists():
+            return 0, False
+        state = load_safely(self.checkpoint)
+        _check_resumable(state, self.checkpoint, self.fingerprint, self.config.epochs)
+        self.load_loop_state(state)
+        if "torch_rng" in state:  # dropout draws: a resumed CPU run continues exactly as an uninterrupted one
+            torch.set_rng_state(state["torch_rng"])
+        self.history = [float(v) for v in state["losses"]]
+        # A stopped pretraining is not marked finished: a later call continues it up to config.epochs.
+        return int(state["epoch"]), False
+
+    def save_checkpoint(self, epoch: int, finished: bool) -> None:
+        if self.checkpoint is None:
+            return
+        save_atomically(
+            {
+                "format": STATE_FORMAT,
+                "fingerprint": json.dumps(self.fingerprint, sort_keys=True),
+                "epoch": epoch + 1,
+                **self.loop_state(),
+                "torch_rng": torch.get_rng_state(),
+                "losses": torch.tensor(self.history, dtype=torch.float64),
+            },
+            self.checkpoint,
+        )
+
+
+def _n_counted(mask: torch.Tensor, valid: torch.Tensor | None) -> int:
+    """Entries the masked MSE averages over: masked and not padding. mask: (B, T, C), valid: (B, T) or None."""
+    return int((mask if valid is None else mask & valid[..., None]).sum())
+
+
 def pretrain_masked(
     model: nn.Module,
     data: SeriesBatchData,
@@ -143,70 +235,9 @@ def pretrain_masked(
     callbacks: as in train_supervised (tsrep.training.callbacks); logs hold train_loss (the masked
     reconstruction loss), lr and seconds; on_fit_start gets `fit_info` plus "model", "epochs",
     "start_epoch". Returning True from on_epoch_end stops pretraining after that epoch.
+
+    Data-parallel under an initialised process group of several ranks (tsrep.training.distributed),
+    as train_supervised: each rank trains on its shard of every batch and the result equals one process's.
     """
-    callbacks = callbacks if isinstance(callbacks, CallbackList) else CallbackList(callbacks)
-    optimizer = with_deacon(
-        model, lambda params: build_optimizer(config.optimizer, params, config.lr, config.optimizer_kwargs)
-    )
-    losses: list[float] = []
-    start_epoch = 0
-    fingerprint = None
-    if checkpoint is not None:
-        fingerprint = {
-            "data": data_fingerprint(data.values, data.valid),
-            "settings": describe_settings({**config.settings(), **(settings or {})}),
-        }
-    if checkpoint is not None and Path(checkpoint).exists():
-        state = load_safely(checkpoint)
-        _check_resumable(state, checkpoint, fingerprint, config.epochs)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        if "torch_rng" in state:  # dropout draws: a resumed CPU run continues exactly as an uninterrupted one
-            torch.set_rng_state(state["torch_rng"])
-        losses = [float(v) for v in state["losses"]]
-        start_epoch = int(state["epoch"])
-    info = {**(fit_info or {}), "model": model, "epochs": config.epochs, "start_epoch": start_epoch}
-    with callbacks.fitting(info, losses):
-        bar = tqdm(range(start_epoch, config.epochs), disable=not config.verbose, desc="pretraining", leave=False)
-        for epoch in bar:
-            tic = time.perf_counter()
-            model.train()
-            total, count = 0.0, 0
-            for index in shuffled_batches(len(data), config.batch_size, generator):
-                values, valid, _ = data.batch(index, device)
-                # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible).
-                mask = make_mask(
-                    tuple(values.shape), config.mask_ratio, config.mask_mean_length, config.masking, generator
-                ).to(device)
-                optimizer.zero_grad(set_to_none=True)
-                prediction = model(apply_mask(values, mask), valid)
-                loss = masked_mse(prediction, values, mask, valid)
-                backward_and_step(
-                    model, optimizer, loss, config.grad_clip, f"pretraining loss at epoch {epoch}", config.lr
-                )
-                n_counted = int((mask if valid is None else mask & valid[..., None]).sum())
-                total += loss.item() * n_counted
-                count += n_counted
-            losses.append(total / max(count, 1))
-            bar.set_postfix(loss=f"{losses[-1]:.4f}")
-            epoch_logs = {"train_loss": losses[-1], "lr": current_lr(getattr(optimizer, "base", optimizer)),
-                          "seconds": time.perf_counter() - tic}
-            stop = callbacks.epoch_end(epoch, epoch_logs)  # before the checkpoint: a killed run redoes this epoch
-            if checkpoint is not None:
-                save_atomically(
-                    {
-                        "format": STATE_FORMAT,
-                        "fingerprint": json.dumps(fingerprint, sort_keys=True),
-                        "epoch": epoch + 1,
-                        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                        "optimizer": optimizer.state_dict(),
-                        "generator": generator.get_state(),
-                        "torch_rng": torch.get_rng_state(),
-                        "losses": torch.tensor(losses, dtype=torch.float64),
-                    },
-                    checkpoint,
-                )
-            if stop:
-                break
-    return losses
+    trainer = MaskedPretrainer(model, data, config, device, generator, callbacks, checkpoint, settings)
+    return trainer.fit(config.epochs, fit_info)

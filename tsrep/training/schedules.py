@@ -18,6 +18,8 @@ import math
 
 import torch
 
+from tsrep.training.callbacks import Callback
+
 LR_SCHEDULES = ("onecycle", "cosine", "plateau", "none")
 
 ONECYCLE_WARMUP = 0.25
@@ -29,9 +31,13 @@ def check_lr_schedule(name) -> None:
         raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {name!r}")
 
 
-class LRSchedule:
+class LRSchedule(Callback):
     """One object for the per-step and the per-epoch schedules: call ``after_step()`` after every
-    optimiser step and ``after_epoch(monitored_loss)`` after every epoch; each does what its kind needs."""
+    optimiser step and ``after_epoch(monitored_loss)`` after every epoch; each does what its kind needs.
+
+    As a callback of the training loop (tsrep.training.loop.Trainer), ``on_epoch_end`` calls
+    ``after_epoch`` with the epoch's validation loss, or its training loss without a validation set.
+    """
 
     def __init__(self, name: str, optimizer: torch.optim.Optimizer, total_steps: int, plateau_patience: int = 10):
         check_lr_schedule(name)
@@ -63,6 +69,9 @@ class LRSchedule:
     def after_epoch(self, monitored_loss: float) -> None:
         if self.name == "plateau":
             self._scheduler.step(monitored_loss)
+
+    def on_epoch_end(self, epoch: int, logs: dict) -> None:
+        self.after_epoch(logs.get("val_loss", logs["train_loss"]))
 
     def state_dict(self) -> dict:
         return {} if self._scheduler is None else self._scheduler.state_dict()
