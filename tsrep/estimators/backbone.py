@@ -411,7 +411,7 @@ class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
     augmentation_ : str, sequence of str or None
         The distortions applied to training batches (augmentation="auto" resolved; None: none).
     y_mean_, y_std_ : float
-        The target standardisation: predictions are outputs * y_std_ + y_mean_.
+        The target standardisation: predictions are ``outputs * y_std_ + y_mean_``.
     estimators_ : list of regressors or None
         The fitted single-model regressors when n_estimators > 1, else None.
 

@@ -264,7 +264,7 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
     augmentation_ : str, sequence of str or None
         The distortions applied to training batches (augmentation="auto" resolved; None: none).
     y_mean_, y_std_ : float
-        The target standardisation: predictions are outputs * y_std_ + y_mean_.
+        The target standardisation: predictions are ``outputs * y_std_ + y_mean_``.
     patch_len_, patch_stride_ : int or None
         The token front end used (patch_len="auto" resolved).
     estimators_ : list of regressors or None
