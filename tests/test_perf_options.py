@@ -13,7 +13,7 @@ from tsrep import EADCTransformerClassifier
 from tsrep.backbones import DCTransformerEncoder, SeriesModel
 from tsrep.nn import AttentionMapEvolution
 from tsrep.nn.evolving import ConvReluBlend, query_key_product
-from tsrep.nn.map_dropout import attend_values, drop_map_entries, keep_mask
+from tsrep.nn.map_dropout import attend_values, keep_mask
 from tsrep.nn.patching import Patching, n_tokens
 
 
@@ -160,21 +160,19 @@ def test_fused_map_convolution_passes_gradcheck():
 
 
 # ----------------------------------------------------------------------------- map dropout
-def test_map_dropout_drops_p_and_keeps_the_expectation():
+def test_keep_mask_drops_p_and_keeps_the_expectation():
     torch.manual_seed(0)
     w = torch.rand(64, 8, 64, 64) + 0.5
-    dropped, scale = drop_map_entries(w, 0.1)
-    frac = float((dropped == 0).float().mean())
+    keep, scale = keep_mask(w, 0.1)
+    assert keep.shape == w.shape and keep.dtype == torch.bool
+    frac = 1 - float(keep.float().mean())
     n = w.numel()
     assert abs(frac - 0.1) < 5 * math.sqrt(0.1 * 0.9 / n)  # binomial, 5 sigma
     assert scale == pytest.approx(1 / (1 - round(0.1 * 65536) / 65536))
-    assert float((dropped * scale).mean()) == pytest.approx(float(w.mean()), rel=2e-3)
-    kept = dropped != 0
-    torch.testing.assert_close(dropped[kept], w[kept], rtol=0, atol=0)  # kept entries are untouched
-    same, one = drop_map_entries(w, 0.0)
-    assert same is w and one == 1.0
+    assert float((w * keep * scale).mean()) == pytest.approx(float(w.mean()), rel=2e-3)
+    assert keep_mask(w, 0.0) == (None, 1.0)
     with pytest.raises(ValueError, match="dropout"):
-        drop_map_entries(w, 1.0)
+        attend_values(w, w, 1.0)
 
 
 # ----------------------------------------------------------------------------- bf16 autocast

@@ -5,7 +5,7 @@ Input Linear(C -> d) * sqrt(d), learnable positional encoding, dropout; then n_l
 encoder layers (tsrep.nn.TransformerLayer): multi-head self-attention (plain: alpha = beta = 0, padded
 keys masked) -> dropout -> add -> norm -> FFN (Linear, GELU, dropout, Linear) -> dropout -> add -> norm;
 a final GELU and dropout as in TST. TST's BatchNorm is padding-aware norm="batch" (tsrep's measured
-default; see EADCTransformerMixin's `norm`); LayerNorm is norm="layer".
+default; see EADCTransformerClassifier's `norm`); LayerNorm is norm="layer".
 
 For the tables a "block" of the search space (n in {2..5}) is two encoder layers, as an
 EA-DC-Transformer block holds two layers: n_layers = 2 * n_blocks (set by the caller).

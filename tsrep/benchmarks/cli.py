@@ -111,52 +111,80 @@ def _output_problem(out: Path) -> str | None:
     return None
 
 
+def _error(message) -> int:
+    print(f"tsrep-benchmark: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv=None) -> int:
     from tsrep.benchmarks.config import ConfigError, parse_config, read_config
-    from tsrep.benchmarks.published import STUDIES, published_methods
-    from tsrep.benchmarks.registry import AEON_ESTIMATORS, AEON_PREFIX
-    from tsrep.benchmarks.report import write_report
-    from tsrep.benchmarks.run import SchedulerError, check_device, make_cells, run_benchmark
-    from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, StoreError
-    from tsrep.models import MODELS
+    from tsrep.benchmarks.run import make_cells
 
     args = build_parser().parse_args(argv)
-
-    def error(message) -> int:
-        print(f"tsrep-benchmark: error: {message}", file=sys.stderr)
-        return 2
-
     try:
         raw, name, where = read_config(args.config)
         cfg = parse_config(_override(raw, args), name=name, path=where)
     except (ConfigError, ValueError) as err:
-        return error(err)
+        return _error(err)
     out = Path(args.out or Path("results") / "archive" / cfg.name)
     if cfg.scheduler is not None and args.jobs is not None:
-        return error("--jobs runs cells on this machine; with a Dask scheduler its workers decide how many run at once")
+        return _error("--jobs runs cells on this machine; with a Dask scheduler its workers decide how many run at once")
     if not args.list:
-        try:
-            check_device(args.device, local=cfg.scheduler is None)
-        except ValueError as err:
-            return error(f"--device: {err}")
-        problem = _output_problem(out)
+        problem = _run_problem(args.device, cfg, out)
         if problem:
-            return error(problem)
+            return _error(problem)
     cells = make_cells(cfg, args.device)
     if args.list:
-        for name, spec in MODELS.items():
-            print(f"{name:20s} {spec.label:12s} {spec.description}")
-        for name, entry in AEON_ESTIMATORS.items():
-            print(f"{AEON_PREFIX + name:20s} {entry.label:12s} aeon's {', '.join(entry.class_names())}")
-        for task in STUDIES:
-            print(f"published ({task}): {', '.join(published_methods(task))}")
-        print(f"\n{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds "
-              f"= {len(cells)} cells -> {out}")
-        print("datasets:", ", ".join(cfg.datasets))
+        _print_listing(cfg, cells, out)
         return 0
     print(f"{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds = "
           f"{len(cells)} cells; results in {out}", flush=True)
     start = time.perf_counter()
+    df, failed = _run_and_read_results(args, cfg, out, cells)
+    if df is None:
+        return failed
+    files = _write_report(args, cfg, out, df)
+    ok = int((df["status"] == "ok").sum()) if len(df) else 0
+    print(f"{ok}/{len(cells)} cells done; wall time {time.perf_counter() - start:.0f} s; files:")
+    for f in files:
+        print(f"  {f}")
+    return 0 if ok == len(cells) else 1
+
+
+def _run_problem(device, cfg, out: Path) -> str | None:
+    """Why no cell could run (a device torch refuses, an output directory that cannot be written), or None."""
+    from tsrep.benchmarks.run import check_device
+
+    try:
+        check_device(device, local=cfg.scheduler is None)
+    except ValueError as err:
+        return f"--device: {err}"
+    return _output_problem(out)
+
+
+def _print_listing(cfg, cells: list, out: Path) -> None:
+    """--list: the models tsrep and aeon offer, the published methods, and the config's cells."""
+    from tsrep.benchmarks.published import STUDIES, published_methods
+    from tsrep.benchmarks.registry import AEON_ESTIMATORS, AEON_PREFIX
+    from tsrep.models import MODELS
+
+    for name, spec in MODELS.items():
+        print(f"{name:20s} {spec.label:12s} {spec.description}")
+    for name, entry in AEON_ESTIMATORS.items():
+        print(f"{AEON_PREFIX + name:20s} {entry.label:12s} aeon's {', '.join(entry.class_names())}")
+    for task in STUDIES:
+        print(f"published ({task}): {', '.join(published_methods(task))}")
+    print(f"\n{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds "
+          f"= {len(cells)} cells -> {out}")
+    print("datasets:", ", ".join(cfg.datasets))
+
+
+def _run_and_read_results(args, cfg, out: Path, cells: list):
+    """Run the cells missing from the store (none with --report-only); returns (the cells' stored rows as a
+    DataFrame, None), or (None, exit status) when the store or the scheduler fails or the run is interrupted."""
+    from tsrep.benchmarks.run import SchedulerError, run_benchmark
+    from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, StoreError
+
     store = None
     try:
         store = ResultStore(cfg.store or out / DEFAULT_NAME)
@@ -164,26 +192,26 @@ def main(argv=None) -> int:
             store, cells = run_benchmark(cfg, out, jobs=args.jobs or 1, device=args.device, threads=args.threads,
                                          progress=not args.quiet, store=store,
                                          scheduler_timeout=args.scheduler_timeout)
-        df = store.frame(keys=[c.key for c in cells])
+        return store.frame(keys=[c.key for c in cells]), None
     except (StoreError, SchedulerError) as err:
-        return error(err)
+        return None, _error(err)
     except KeyboardInterrupt:
         where = store.where if store is not None else out / DEFAULT_NAME
         print(f"\ninterrupted: finished cells are stored in {where}; "
               "run the same command again to finish the others", file=sys.stderr)
-        return 130
-    from tsrep.benchmarks.report import reference_scores
+        return None, 130
+
+
+def _write_report(args, cfg, out: Path, df) -> list:
+    """Write the tables (and pictures) of the stored rows to `out`, print the markdown; returns the files."""
+    from tsrep.benchmarks.report import reference_scores, write_report
 
     references = reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir)
     report = write_report(df, cfg.models, cfg.datasets, out, title=f"{cfg.name} ({len(cfg.seeds)} seed(s))",
                           plots=not args.no_plots, references=references, published=cfg.published,
                           published_split=cfg.published_split, published_in_ranks=cfg.published_in_ranks)
     print(report["markdown"])
-    ok = int((df["status"] == "ok").sum()) if len(df) else 0
-    print(f"{ok}/{len(cells)} cells done; wall time {time.perf_counter() - start:.0f} s; files:")
-    for f in report["files"]:
-        print(f"  {f}")
-    return 0 if ok == len(cells) else 1
+    return report["files"]
 
 
 if __name__ == "__main__":

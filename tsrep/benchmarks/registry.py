@@ -92,10 +92,6 @@ def resolve_model(name: str) -> str:
     return AEON_PREFIX + entry.name if entry else tsrep_models.resolve_name(name)
 
 
-def is_aeon(name: str) -> bool:
-    return _aeon_entry(name) is not None
-
-
 def model_label(name: str) -> str:
     """The table header of a model."""
     entry = _aeon_entry(name)

@@ -28,6 +28,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -369,12 +370,7 @@ def run_benchmark(
     from tqdm.auto import tqdm
 
     scheduler = cfg.scheduler if scheduler is None else scheduler
-    _positive("jobs", jobs)
-    _positive("threads", threads, allow_none=True)
-    if scheduler is not None and jobs != 1:
-        raise ValueError("jobs applies to runs on this machine; on a Dask cluster its workers' threads decide "
-                         "how many cells run at once")
-    check_device(device, local=scheduler is None)
+    _check_run_options(jobs, threads, device, scheduler)
     if not isinstance(store, ResultStore):
         store = ResultStore(store or cfg.store or Path(out_dir) / DEFAULT_NAME)
     cells = make_cells(cfg, device)
@@ -387,6 +383,33 @@ def run_benchmark(
         threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=f"{cfg.name} cells", disable=not progress,
                unit="cell", dynamic_ncols=True)
+    record = _recorder(store, bar)
+    try:
+        if client is not None:
+            _run_on_cluster(client, todo, threads, record)
+        elif jobs == 1:
+            _run_in_this_process(todo, threads, record)
+        elif todo:
+            _run_in_processes(todo, jobs, threads, record)
+    finally:
+        bar.close()
+        if client is not None and client is not scheduler:
+            client.close()
+    return store, cells
+
+
+def _check_run_options(jobs, threads, device, scheduler) -> None:
+    """ValueError for options no cell could run with, before the store is opened."""
+    _positive("jobs", jobs)
+    _positive("threads", threads, allow_none=True)
+    if scheduler is not None and jobs != 1:
+        raise ValueError("jobs applies to runs on this machine; on a Dask cluster its workers' threads decide "
+                         "how many cells run at once")
+    check_device(device, local=scheduler is None)
+
+
+def _recorder(store: ResultStore, bar) -> Callable[[dict], None]:
+    """record(row): store a finished cell's row and show it on the progress bar (a failure by its error)."""
 
     def record(row):
         store.write(row)
@@ -397,34 +420,35 @@ def run_benchmark(
             bar.write(f"cell {row['dataset']} / {row['model']} / seed {row['seed']} failed: "
                       f"{row['error'].splitlines()[0]}")
 
+    return record
+
+
+def _run_on_cluster(client, todo: list[Cell], threads, record) -> None:
+    rows = _dask_rows(client, todo, threads)
     try:
-        if client is not None:
-            rows = _dask_rows(client, todo, threads)
-            try:
-                for row in rows:
-                    record(row)
-            finally:
-                rows.close()
-        elif jobs == 1:
-            import torch
-
-            old = torch.get_num_threads()
-            torch.set_num_threads(threads)
-            try:
-                for cell in todo:
-                    record(run_cell(cell))
-            finally:
-                torch.set_num_threads(old)
-        elif todo:
-            from joblib import Parallel, delayed
-
-            rows = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                delayed(_run_in_worker)(cell, threads, os.getpid()) for cell in todo
-            )
-            for row in rows:
-                record(row)
+        for row in rows:
+            record(row)
     finally:
-        bar.close()
-        if client is not None and client is not scheduler:
-            client.close()
-    return store, cells
+        rows.close()
+
+
+def _run_in_this_process(todo: list[Cell], threads: int, record) -> None:
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for cell in todo:
+            record(run_cell(cell))
+    finally:
+        torch.set_num_threads(old)
+
+
+def _run_in_processes(todo: list[Cell], jobs: int, threads: int, record) -> None:
+    from joblib import Parallel, delayed
+
+    rows = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+        delayed(_run_in_worker)(cell, threads, os.getpid()) for cell in todo
+    )
+    for row in rows:
+        record(row)

@@ -223,35 +223,13 @@ class DeepSeriesEstimator:
         # Parameters were checked by _fit_setup_recipe before any work (ensembles included).
         # Under torchrun: join the process group and take this rank's device (tsrep.training.distributed).
         device = setup_data_parallel(resolve_device(self.device))
-        seed = seed_from(self.random_state)
-        if self.checkpoint_dir is not None and not isinstance(self.random_state, numbers.Integral):
-            seed = stored_seed(self.checkpoint_dir, seed)  # a drawn seed: resume with the one the state used
-        seed = broadcast_object(seed)  # random_state=None: rank 0's draw on every rank
+        seed = self._training_seed()
         data = self._prepare_X(X, fit=True)
         data.targets = targets
         self._check_training_data(data)
-        rng = np.random.default_rng(seed)
         data.weights = weights
-        labels = stratify_on if stratify_on is not None else np.zeros(len(data))
-        self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data))
-        self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
-        self.augmentation_ = resolve_augmentation(self.augmentation, len(data), int(data.valid.sum(1).min()))
-        train_idx, val_idx = stratified_split(labels, self.validation_fraction_, rng, stratify_on is not None)
-        train_data = data.subset(train_idx)
-        val_data = data.subset(val_idx) if len(val_idx) else None
-        config = TrainConfig(
-            lr=self.lr,
-            batch_size=self.batch_size,
-            max_epochs=self.max_epochs,
-            min_steps=self.min_steps_,
-            patience=self.patience,
-            optimizer=self.optimizer,
-            optimizer_kwargs=self.optimizer_kwargs,
-            weight_decay=self.weight_decay,
-            lr_schedule=self.lr_schedule,
-            grad_clip=self.grad_clip,
-            verbose=self.verbose,
-        )
+        train_data, val_data = self._resolve_recipe_and_split(data, n_outputs, stratify_on, seed)
+        config = self._train_config()
         warm = self._warm()
         member = self.__dict__.get("_DeepSeriesEstimator__member")
         checkpoint, settings = None, resume_settings(self, seed)
@@ -270,22 +248,64 @@ class DeepSeriesEstimator:
                 # Pretrained weights and/or masked-reconstruction pretraining, then optional freezing.
                 pretrain_checkpoint = None if checkpoint is None else checkpoint.directory / PRETRAIN_STATE_FILE
                 self.pretrain_history_ = self._pretrain(model, data, device, generator, pretrain_checkpoint, settings)
-
-            def make_scorer(X_score, y_score):
-                """A function of no argument: score_fn of the network as it stands on (X_score, y_score)."""
-                report = self._report_data(X_score, y_score)
-                if not len(report):
-                    return lambda: float("nan")
-                return lambda: float(score_fn(predict_outputs(model, report, self.batch_size, device), report.targets))
-
             fit_info = {
                 "params": self.get_params(deep=False), "member": member, "phase": "train", "estimator": self,
-                "make_scorer": make_scorer,
+                "make_scorer": self._scorer_maker(model, score_fn, device),
             }
             self.history_ = train_supervised(
                 model, train_data, val_data, loss_fn, score_fn, config, device, generator,
                 callbacks=self.callbacks, checkpoint=checkpoint, fit_info=fit_info,
             )
+        self._set_fitted_network(model, n_outputs)
+        return self
+
+    def _training_seed(self) -> int:
+        """The seed of this fit, the same on every rank of a data-parallel run."""
+        seed = seed_from(self.random_state)
+        if self.checkpoint_dir is not None and not isinstance(self.random_state, numbers.Integral):
+            seed = stored_seed(self.checkpoint_dir, seed)  # a drawn seed: resume with the one the state used
+        return broadcast_object(seed)  # random_state=None: rank 0's draw on every rank
+
+    def _resolve_recipe_and_split(self, data, n_outputs: int, stratify_on, seed: int):
+        """Fix the "auto" settings of the recipe on the training data (validation_fraction_, min_steps_,
+        augmentation_) and split it: (training part, validation part or None)."""
+        rng = np.random.default_rng(seed)
+        labels = stratify_on if stratify_on is not None else np.zeros(len(data))
+        self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data))
+        self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
+        self.augmentation_ = resolve_augmentation(self.augmentation, len(data), int(data.valid.sum(1).min()))
+        train_idx, val_idx = stratified_split(labels, self.validation_fraction_, rng, stratify_on is not None)
+        return data.subset(train_idx), (data.subset(val_idx) if len(val_idx) else None)
+
+    def _train_config(self) -> TrainConfig:
+        """The supervised loop's settings (tsrep.training.TrainConfig) from the parameters and min_steps_."""
+        return TrainConfig(
+            lr=self.lr,
+            batch_size=self.batch_size,
+            max_epochs=self.max_epochs,
+            min_steps=self.min_steps_,
+            patience=self.patience,
+            optimizer=self.optimizer,
+            optimizer_kwargs=self.optimizer_kwargs,
+            weight_decay=self.weight_decay,
+            lr_schedule=self.lr_schedule,
+            grad_clip=self.grad_clip,
+            verbose=self.verbose,
+        )
+
+    def _scorer_maker(self, model, score_fn, device):
+        """make_scorer(X_score, y_score) of the callbacks' fit_info (a tuner scores its validation fold with it)."""
+
+        def make_scorer(X_score, y_score):
+            """A function of no argument: score_fn of the network as it stands on (X_score, y_score)."""
+            report = self._report_data(X_score, y_score)
+            if not len(report):
+                return lambda: float("nan")
+            return lambda: float(score_fn(predict_outputs(model, report, self.batch_size, device), report.targets))
+
+        return make_scorer
+
+    def _set_fitted_network(self, model, n_outputs: int) -> None:
         self.module_ = model
         # The parameters the network was built from: set_params after fit must not change how a
         # pickled model is rebuilt (its weights only fit the architecture they were trained in).
@@ -294,7 +314,6 @@ class DeepSeriesEstimator:
         self.n_parameters_ = count_parameters(model)
         self.best_epoch_ = self.history_.best_epoch
         self.n_epochs_ = len(self.history_.train_loss)
-        return self
 
     def _report_data(self, X, y) -> SeriesBatchData:
         """A tuner's validation fold as model-ready tensors (cases of classes unseen in training left out)."""

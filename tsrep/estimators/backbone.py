@@ -48,29 +48,9 @@ def build_encoder(backbone, in_channels, max_len, d_model, n_blocks, n_heads, ke
 
 @keyword_parameters(BACKBONE, PREPROCESSING, TRAINING, LONG_RUNS)
 class _BackboneMixin(DeepSeriesEstimator):
-    """Parameters
-    ----------
-    backbone : {"lstm", "gru", "resnet", "dilated-conv", "transformer"}, default="lstm"
-    d_model : int, default=64
-        Width (paper's grid: 64, 128); ResNet's later blocks are 2 * d_model wide.
-    n_blocks : int, default=3
-        Layers (LSTM/GRU), residual blocks (ResNet, dilated conv) or pairs of encoder layers
-        (transformer); paper's grid: 2..5.
-    n_heads : int, default=8
-        Attention heads of the transformer; must divide d_model.
-    kernel_size : int, default=3
-        Kernel of the dilated convolutions.
-    dim_feedforward : int or None, default=None
-        Transformer FFN width (None: 4 * d_model).
-    dropout : float, default=0.1
-    pooling, scaling, lr, batch_size, max_epochs, min_steps, validation_fraction, patience, optimizer,
-    optimizer_kwargs, weight_decay, lr_schedule, label_smoothing, class_weight, augmentation, grad_clip, n_estimators,
-    n_jobs, device, random_state, verbose, callbacks, checkpoint_dir, warm_start :
-        As EADCTransformerClassifier: the baselines train with the same recipe.
-    norm : {None, "layer", "batch"}, default=None
-        Normalisation of ResNet and the transformer (None: BatchNorm for both, as in ResNet and TST,
-        and as the EA-DC-Transformer's default); both are padding-aware. LSTM, GRU and the dilated
-        conv have none.
+    """The parameters, checks and encoders the baseline classifier and regressor share.
+
+    Parameters are documented on the estimators: BackboneClassifier, BackboneRegressor.
     """
 
 
@@ -100,16 +80,274 @@ class _BackboneMixin(DeepSeriesEstimator):
 
 
 class BackboneClassifier(_BackboneMixin, SeriesClassifierMixin, BaseClassifier):
-    __doc__ = (
-        "Time series classifier with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,\n"
-        "MLP head, cross-entropy: the EA-DC-Transformer's training harness with another encoder.\n\n"
-        + _BackboneMixin.__doc__
-    )
+    """Time series classifier with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,
+    MLP head, cross-entropy: the EA-DC-Transformer's training harness with another encoder.
+
+    The training recipe parameters (pooling to warm_start) are those of EADCTransformerClassifier: the
+    baselines train with the same recipe.
+
+    Parameters
+    ----------
+    backbone : {"lstm", "gru", "resnet", "dilated-conv", "transformer"}, default="lstm"
+    d_model : int, default=64
+        Width (paper's grid: 64, 128); ResNet's later blocks are 2 * d_model wide.
+    n_blocks : int, default=3
+        Layers (LSTM/GRU), residual blocks (ResNet, dilated conv) or pairs of encoder layers
+        (transformer); paper's grid: 2..5.
+    n_heads : int, default=8
+        Attention heads of the transformer; must divide d_model.
+    kernel_size : int, default=3
+        Kernel of the dilated convolutions.
+    dim_feedforward : int or None, default=None
+        Transformer FFN width (None: 4 * d_model).
+    dropout : float, default=0.1
+    pooling : {"mean", "max", "flatten"}, default="mean"
+        Over valid steps; "flatten" needs series no longer than the longest training series.
+    norm : {None, "layer", "batch"}, default=None
+        Normalisation of ResNet and the transformer (None: BatchNorm for both, as in ResNet and TST,
+        and as the EA-DC-Transformer's default); both are padding-aware. LSTM, GRU and the dilated
+        conv have none.
+    scaling : {"standard", "symlog"}, default="standard"
+        Per-channel standardisation fitted on the training data; "symlog" first maps x to
+        sign(x) * log(1 + abs(x)), for heavy-tailed inputs such as counts.
+    lr : float, default=1e-3
+        Peak learning rate (the schedule's maximum).
+    batch_size : int >= 2, default=64
+    max_epochs : int, default=100
+        Epochs of training, raised where needed so that at least ``min_steps`` optimiser steps are
+        taken; early stopping on a validation split may end training sooner.
+    min_steps : "auto" or int >= 0, default="auto"
+        Least number of optimiser steps: a 30-case data set (one batch per epoch) gets hundreds of
+        steps, not max_epochs. "auto": 800, and for a classifier at least 60 per class, because the
+        steps a problem needs grow with its classes (measured in the user guide's training recipe
+        page). 0: exactly max_epochs epochs. The value used is ``min_steps_``.
+    validation_fraction : "auto" or float in [0, 1), default="auto"
+        Part of the training data held out to select the best epoch and stop early. "auto" holds
+        out 20 % only when that is at least 100 cases (TRAIN >= 496) and otherwise trains the whole
+        budget on all of TRAIN: a small split picks epochs by noise (tsrep.estimators._recipe).
+        0: never. The value used is ``validation_fraction_``.
+    patience : int or None, default=20
+        Epochs without validation improvement before stopping (only with a validation split).
+    optimizer : str or torch.optim.Optimizer subclass, default="adamw"
+        Any torch.optim or torch-optimizer name; "radam" uses the paper's betas (0.9, 0.99).
+    optimizer_kwargs : dict or None, default=None
+    weight_decay : float >= 0, default=0.01
+        Decoupled weight decay (Loshchilov and Hutter, "Decoupled Weight Decay Regularization",
+        ICLR 2019) on weight matrices and kernels; biases and norm scales get none.
+    lr_schedule : {"onecycle", "cosine", "plateau", "none"}, default="onecycle"
+        Per-step one-cycle (warm-up over 25 % of the steps, cosine annealing; Smith and Topin 2019)
+        or cosine (5 % warm-up) schedules, halving on a plateau of the monitored loss, or constant
+        (tsrep.training.schedules).
+    label_smoothing : "auto" or float in [0, 1), default="auto"
+        Cross-entropy label smoothing (Szegedy et al., "Rethinking the Inception Architecture for
+        Computer Vision", CVPR 2016): the target puts 1 - s on the true class and s spread evenly
+        over all classes. "auto": 0.1 for a classifier (measured in the user guide's training recipe
+        page); a regressor has none ("auto" or 0 only). The value used is ``label_smoothing_``.
+    class_weight : None, "balanced" or dict, default=None
+        Loss weight per class: "balanced" is n_cases / (n_classes * class count) (scikit-learn's
+        rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
+        ``fit``; the product is scaled to mean 1 over TRAIN. Classification only.
+    augmentation : "auto", None, str or sequence of str, default="auto"
+        Random label-preserving distortions of every training batch (tsrep.nn.augmentation):
+        "window_slice" (a random 90 % window stretched back to full length), "scaling" (x N(1, 0.1^2)
+        per case and channel), "jitter" (N(0, 0.05^2) noise per step), named joined by "+" or as a
+        sequence and applied in that order; never at prediction. "auto": all three when TRAIN has fewer
+        than 100 cases (scaling and jitter alone when a training series is shorter than 32 steps),
+        none otherwise (used: ``augmentation_``). None: train on the series as given (the paper's
+        protocol). Small training sets of long series gain most; larger ones underfit within the
+        same step budget (measured in the user guide's training recipe page).
+    grad_clip : float or None, default=4.0
+    n_estimators : int >= 1, default=1
+        Seed ensemble: members identical but for their seed (drawn from random_state), class
+        probabilities (or predictions) averaged; fitted members in ``estimators_``.
+    n_jobs : int, default=1
+        Ensemble members fitted in parallel by joblib processes (-1: all cores).
+    device : {"auto", "cpu", "cuda"} or torch device string, default="auto"
+    random_state : int, RandomState or None, default=None
+    verbose : bool, default=False
+        Show a progress bar with training loss and validation score per epoch.
+    callbacks : Callback, list of Callback or None, default=None
+        Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
+        (tsrep.training.callbacks): they follow the supervised training epoch by epoch (logs:
+        train_loss, val_loss and val_score with a validation split, lr, seconds) and stop it when
+        on_epoch_end returns True. Built-ins: CSVLogger, TensorBoardLogger, MLflowLogger.
+    checkpoint_dir : path or None, default=None
+        Directory where the whole training state (weights, optimiser, lr schedule, RNG states,
+        epoch, best weights) is written atomically after every epoch. A fit that finds a state there from the same data and
+        settings resumes after its last finished epoch and ends with the model an uninterrupted fit
+        gives (on a CPU); a state from other data or settings is a ValueError and is left alone.
+        Seed-ensemble members use ``member-<i>`` subdirectories.
+    warm_start : bool, default=False
+        scikit-learn's convention: a second ``fit`` continues training the network (and keeps the
+        standardisation) of the previous fit, with a fresh optimiser and lr
+        schedule, instead of starting from new weights. The classes must be those of the previous
+        fit, and parameters that change the network (everything but the training recipe) must be
+        unchanged: otherwise fit raises ValueError.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    n_classes_ : int
+        The number of classes.
+    module_ : torch.nn.Module
+        The trained network.
+    n_parameters_ : int
+        Trainable parameters of the network (what runs, nothing else).
+    history_ : tsrep.training.History
+        Per-epoch losses and validation scores.
+    best_epoch_ : int
+        Epoch whose weights were kept.
+    n_epochs_ : int
+        Epochs trained.
+    validation_fraction_ : float
+        The share of TRAIN held out (validation_fraction="auto" resolved).
+    min_steps_ : int
+        The least number of optimiser steps (min_steps="auto" resolved).
+    augmentation_ : str, sequence of str or None
+        The distortions applied to training batches (augmentation="auto" resolved; None: none).
+    label_smoothing_ : float
+        The label smoothing of the loss (label_smoothing="auto" resolved).
+    estimators_ : list of classifiers or None
+        The fitted single-model classifiers when n_estimators > 1, else None.
+
+    See Also
+    --------
+    BackboneRegressor : The same encoders with a linear head and MSE.
+    EADCTransformerClassifier : The EA-DC-Transformer on the same harness.
+    """
 
 
 class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
-    __doc__ = (
-        "Time series regressor with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,\n"
-        "linear head, MSE on standardised targets: the EA-DC-Transformer's harness with another encoder.\n\n"
-        + _BackboneMixin.__doc__
-    )
+    """Time series regressor with a baseline backbone (LSTM, GRU, ResNet, dilated conv, TST), mean-pooled,
+    linear head, MSE on standardised targets: the EA-DC-Transformer's harness with another encoder.
+
+    The training recipe parameters (pooling to warm_start) are those of EADCTransformerRegressor: the
+    baselines train with the same recipe.
+
+    Parameters
+    ----------
+    backbone : {"lstm", "gru", "resnet", "dilated-conv", "transformer"}, default="lstm"
+    d_model : int, default=64
+        Width (paper's grid: 64, 128); ResNet's later blocks are 2 * d_model wide.
+    n_blocks : int, default=3
+        Layers (LSTM/GRU), residual blocks (ResNet, dilated conv) or pairs of encoder layers
+        (transformer); paper's grid: 2..5.
+    n_heads : int, default=8
+        Attention heads of the transformer; must divide d_model.
+    kernel_size : int, default=3
+        Kernel of the dilated convolutions.
+    dim_feedforward : int or None, default=None
+        Transformer FFN width (None: 4 * d_model).
+    dropout : float, default=0.1
+    pooling : {"mean", "max", "flatten"}, default="mean"
+        Over valid steps; "flatten" needs series no longer than the longest training series.
+    norm : {None, "layer", "batch"}, default=None
+        Normalisation of ResNet and the transformer (None: BatchNorm for both, as in ResNet and TST,
+        and as the EA-DC-Transformer's default); both are padding-aware. LSTM, GRU and the dilated
+        conv have none.
+    scaling : {"standard", "symlog"}, default="standard"
+        Per-channel standardisation fitted on the training data; "symlog" first maps x to
+        sign(x) * log(1 + abs(x)), for heavy-tailed inputs such as counts.
+    lr : float, default=1e-3
+        Peak learning rate (the schedule's maximum).
+    batch_size : int >= 2, default=64
+    max_epochs : int, default=100
+        Epochs of training, raised where needed so that at least ``min_steps`` optimiser steps are
+        taken; early stopping on a validation split may end training sooner.
+    min_steps : "auto" or int >= 0, default="auto"
+        Least number of optimiser steps: a 30-case data set (one batch per epoch) gets hundreds of
+        steps, not max_epochs. "auto": 800, and for a classifier at least 60 per class, because the
+        steps a problem needs grow with its classes (measured in the user guide's training recipe
+        page). 0: exactly max_epochs epochs. The value used is ``min_steps_``.
+    validation_fraction : "auto" or float in [0, 1), default="auto"
+        Part of the training data held out to select the best epoch and stop early. "auto" holds
+        out 20 % only when that is at least 100 cases (TRAIN >= 496) and otherwise trains the whole
+        budget on all of TRAIN: a small split picks epochs by noise (tsrep.estimators._recipe).
+        0: never. The value used is ``validation_fraction_``.
+    patience : int or None, default=20
+        Epochs without validation improvement before stopping (only with a validation split).
+    optimizer : str or torch.optim.Optimizer subclass, default="adamw"
+        Any torch.optim or torch-optimizer name; "radam" uses the paper's betas (0.9, 0.99).
+    optimizer_kwargs : dict or None, default=None
+    weight_decay : float >= 0, default=0.01
+        Decoupled weight decay (Loshchilov and Hutter, "Decoupled Weight Decay Regularization",
+        ICLR 2019) on weight matrices and kernels; biases and norm scales get none.
+    lr_schedule : {"onecycle", "cosine", "plateau", "none"}, default="onecycle"
+        Per-step one-cycle (warm-up over 25 % of the steps, cosine annealing; Smith and Topin 2019)
+        or cosine (5 % warm-up) schedules, halving on a plateau of the monitored loss, or constant
+        (tsrep.training.schedules).
+    label_smoothing : "auto" or float in [0, 1), default="auto"
+        Cross-entropy label smoothing (Szegedy et al., "Rethinking the Inception Architecture for
+        Computer Vision", CVPR 2016): the target puts 1 - s on the true class and s spread evenly
+        over all classes. "auto": 0.1 for a classifier (measured in the user guide's training recipe
+        page); a regressor has none ("auto" or 0 only). The value used is ``label_smoothing_``.
+    class_weight : None, "balanced" or dict, default=None
+        Loss weight per class: "balanced" is n_cases / (n_classes * class count) (scikit-learn's
+        rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
+        ``fit``; the product is scaled to mean 1 over TRAIN. Classification only.
+    augmentation : "auto", None, str or sequence of str, default="auto"
+        Random label-preserving distortions of every training batch (tsrep.nn.augmentation):
+        "window_slice" (a random 90 % window stretched back to full length), "scaling" (x N(1, 0.1^2)
+        per case and channel), "jitter" (N(0, 0.05^2) noise per step), named joined by "+" or as a
+        sequence and applied in that order; never at prediction. "auto": all three when TRAIN has fewer
+        than 100 cases (scaling and jitter alone when a training series is shorter than 32 steps),
+        none otherwise (used: ``augmentation_``). None: train on the series as given (the paper's
+        protocol). Small training sets of long series gain most; larger ones underfit within the
+        same step budget (measured in the user guide's training recipe page).
+    grad_clip : float or None, default=4.0
+    n_estimators : int >= 1, default=1
+        Seed ensemble: members identical but for their seed (drawn from random_state), class
+        probabilities (or predictions) averaged; fitted members in ``estimators_``.
+    n_jobs : int, default=1
+        Ensemble members fitted in parallel by joblib processes (-1: all cores).
+    device : {"auto", "cpu", "cuda"} or torch device string, default="auto"
+    random_state : int, RandomState or None, default=None
+    verbose : bool, default=False
+        Show a progress bar with training loss and validation score per epoch.
+    callbacks : Callback, list of Callback or None, default=None
+        Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
+        (tsrep.training.callbacks): they follow the supervised training epoch by epoch (logs:
+        train_loss, val_loss and val_score with a validation split, lr, seconds) and stop it when
+        on_epoch_end returns True. Built-ins: CSVLogger, TensorBoardLogger, MLflowLogger.
+    checkpoint_dir : path or None, default=None
+        Directory where the whole training state (weights, optimiser, lr schedule, RNG states,
+        epoch, best weights) is written atomically after every epoch. A fit that finds a state there from the same data and
+        settings resumes after its last finished epoch and ends with the model an uninterrupted fit
+        gives (on a CPU); a state from other data or settings is a ValueError and is left alone.
+        Seed-ensemble members use ``member-<i>`` subdirectories.
+    warm_start : bool, default=False
+        scikit-learn's convention: a second ``fit`` continues training the network (and keeps the
+        standardisation) of the previous fit, with a fresh optimiser and lr
+        schedule, instead of starting from new weights. The classes must be those of the previous
+        fit, and parameters that change the network (everything but the training recipe) must be
+        unchanged: otherwise fit raises ValueError.
+
+    Attributes
+    ----------
+    module_ : torch.nn.Module
+        The trained network.
+    n_parameters_ : int
+        Trainable parameters of the network (what runs, nothing else).
+    history_ : tsrep.training.History
+        Per-epoch losses and validation scores.
+    best_epoch_ : int
+        Epoch whose weights were kept.
+    n_epochs_ : int
+        Epochs trained.
+    validation_fraction_ : float
+        The share of TRAIN held out (validation_fraction="auto" resolved).
+    min_steps_ : int
+        The least number of optimiser steps (min_steps="auto" resolved).
+    augmentation_ : str, sequence of str or None
+        The distortions applied to training batches (augmentation="auto" resolved; None: none).
+    y_mean_, y_std_ : float
+        The target standardisation: predictions are ``outputs * y_std_ + y_mean_``.
+    estimators_ : list of regressors or None
+        The fitted single-model regressors when n_estimators > 1, else None.
+
+    See Also
+    --------
+    BackboneClassifier : The same encoders with an MLP head and cross-entropy.
+    EADCTransformerRegressor : The EA-DC-Transformer on the same harness.
+    """

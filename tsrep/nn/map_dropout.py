@@ -23,21 +23,6 @@ import torch
 _LEVELS = 1 << 16
 
 
-def drop_map_entries(weights: torch.Tensor, p: float) -> tuple[torch.Tensor, float]:
-    """weights (any shape) -> (weights with entries zeroed with probability p_eff, 1 / (1 - p_eff)).
-
-    Uses the global torch generator of the weights' device; p = 0 returns the weights untouched.
-    """
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {p!r}")
-    if round(p * _LEVELS) == 0:
-        return weights, 1.0
-    keep, scale = keep_mask(weights, p)
-    # A product with the bool mask is one pass (masked_fill is about 1.8x slower on CPU); autograd
-    # keeps only the mask (one byte per entry) for backward.
-    return weights * keep, scale
-
-
 def keep_mask(like: torch.Tensor, p: float) -> tuple[torch.Tensor | None, float]:
     """(bool mask of like's shape, True with probability 1 - p_eff, and 1 / (1 - p_eff)); (None, 1) for p_eff = 0."""
     threshold = round(p * _LEVELS)

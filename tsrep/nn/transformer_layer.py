@@ -34,6 +34,32 @@ def _check_rate(name: str, value) -> None:
         raise ValueError(f"{name} must be in [0, 1), got {value!r}")
 
 
+def _check_sizes_and_flags(dim, dim_feedforward, pre_norm, causal, cross_attention) -> None:
+    for name, value in (("dim", dim), ("dim_feedforward", dim_feedforward)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    for name, value in (("pre_norm", pre_norm), ("causal", causal), ("cross_attention", cross_attention)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def _checked_attention_options(attention_options) -> dict:
+    """A copy of attention_options: extra MultiHeadAttention arguments, none that TransformerLayer sets itself."""
+    if attention_options is not None and not isinstance(attention_options, dict):
+        raise ValueError(
+            f"attention_options must be a dict of MultiHeadAttention arguments, got {attention_options!r}"
+        )
+    options = dict(attention_options or {})
+    taken = {"causal", "alpha", "beta", "map_kernel_size", "dropout", "dim_in", "dim", "n_heads"} & options.keys()
+    if taken:
+        raise ValueError(f"attention_options must not hold {sorted(taken)}: they are arguments of TransformerLayer")
+    known = inspect.signature(MultiHeadAttention).parameters
+    unknown = sorted(options.keys() - known.keys())
+    if unknown:
+        raise ValueError(f"attention_options has {unknown}, which are not MultiHeadAttention arguments")
+    return options
+
+
 def _build(name: str, factory, *args) -> nn.Module:
     """factory(*args), checked to be a module; ValueError naming the argument otherwise."""
     if isinstance(factory, nn.Module):
@@ -111,28 +137,12 @@ class TransformerLayer(nn.Module):
         attention_options: dict | None = None,
     ):
         super().__init__()
-        for name, value in (("dim", dim), ("dim_feedforward", dim_feedforward)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name, value in (("pre_norm", pre_norm), ("causal", causal), ("cross_attention", cross_attention)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be True or False, got {value!r}")
+        _check_sizes_and_flags(dim, dim_feedforward, pre_norm, causal, cross_attention)
         attn_dropout = dropout if attn_dropout is None else attn_dropout
         ffn_dropout = dropout if ffn_dropout is None else ffn_dropout
         for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout), ("ffn_dropout", ffn_dropout)):
             _check_rate(name, value)
-        if attention_options is not None and not isinstance(attention_options, dict):
-            raise ValueError(
-                f"attention_options must be a dict of MultiHeadAttention arguments, got {attention_options!r}"
-            )
-        options = dict(attention_options or {})
-        taken = {"causal", "alpha", "beta", "map_kernel_size", "dropout", "dim_in", "dim", "n_heads"} & options.keys()
-        if taken:
-            raise ValueError(f"attention_options must not hold {sorted(taken)}: they are arguments of TransformerLayer")
-        known = inspect.signature(MultiHeadAttention).parameters
-        unknown = sorted(options.keys() - known.keys())
-        if unknown:
-            raise ValueError(f"attention_options has {unknown}, which are not MultiHeadAttention arguments")
+        options = _checked_attention_options(attention_options)
         self.pre_norm = pre_norm
         # The order of construction (attention, cross-attention, FFN) decides which random draws
         # initialise which weights; it is that of BERT, ViT and TST, so seeded models start alike.

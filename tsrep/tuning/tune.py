@@ -250,24 +250,14 @@ def check_study_identity(study: optuna.Study, identity: dict, new: bool) -> None
 
 
 def _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval):
+    """Run trials one at a time until n_trials, timeout or the study's shared max_trials ends the search;
+    returns the number of trials this call ran."""
     start = time.monotonic()
     ran = 0
-    if max_trials is not None:
-        total = max(max_trials - sum(_trial_counts(study)[s] for s in FINISHED), 0)
-        total = min(total, n_trials) if n_trials is not None else total
-    else:
-        total = n_trials
-    bar = tqdm(total=total, desc="trials", unit="trial", disable=not show_progress_bar)
-
-    def progress(study_, trial):
-        bar.update(1)
-        try:
-            bar.set_postfix(best=f"{study_.best_value:.4f}", last=trial.state.name.lower())
-        except ValueError:  # no completed trial yet
-            bar.set_postfix(last=trial.state.name.lower())
-
-    all_callbacks = [progress, *(callbacks or [])]
-    waited_since = None
+    bar = tqdm(total=_planned_trials(study, n_trials, max_trials), desc="trials", unit="trial",
+               disable=not show_progress_bar)
+    all_callbacks = [_progress_callback(bar), *(callbacks or [])]
+    waiting = False
     try:
         while True:
             if n_trials is not None and ran >= n_trials:
@@ -275,28 +265,13 @@ def _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch,
             if timeout is not None and time.monotonic() - start >= timeout:
                 break
             if max_trials is not None:
-                fail_stale_trials(study)
-                c = _trial_counts(study)
-                finished = c[TrialState.COMPLETE] + c[TrialState.PRUNED]
-                if finished >= max_trials:
+                action = _shared_budget_action(study, max_trials, waiting)
+                if action == "stop":
                     break
-                if finished + c[TrialState.RUNNING] + c[TrialState.WAITING] >= max_trials and not c[TrialState.WAITING]:
-                    if not heartbeat_enabled(study._storage):
-                        logger.warning(
-                            "study %r: %d trial(s) still running elsewhere would complete max_trials=%d; "
-                            "this storage has no heartbeat to detect dead workers, so this worker stops",
-                            study.study_name, c[TrialState.RUNNING], max_trials,
-                        )
-                        break
-                    if waited_since is None:
-                        waited_since = time.monotonic()
-                        logger.info(
-                            "study %r: waiting for %d running trial(s) of other workers to finish or go stale",
-                            study.study_name, c[TrialState.RUNNING],
-                        )
+                waiting = action == "wait"
+                if waiting:
                     time.sleep(poll_interval)
                     continue
-                waited_since = None
             try:
                 study.optimize(objective, n_trials=1, catch=catch, callbacks=all_callbacks, show_progress_bar=False)
             except _BudgetReached:
@@ -305,6 +280,52 @@ def _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch,
     finally:
         bar.close()
     return ran
+
+
+def _planned_trials(study, n_trials, max_trials) -> int | None:
+    """The progress bar's total: n_trials, capped by what max_trials leaves of the study's budget."""
+    if max_trials is None:
+        return n_trials
+    total = max(max_trials - sum(_trial_counts(study)[s] for s in FINISHED), 0)
+    return min(total, n_trials) if n_trials is not None else total
+
+
+def _progress_callback(bar):
+    """An Optuna callback advancing `bar` with the best value so far and the last trial's state."""
+
+    def progress(study_, trial):
+        bar.update(1)
+        try:
+            bar.set_postfix(best=f"{study_.best_value:.4f}", last=trial.state.name.lower())
+        except ValueError:  # no completed trial yet
+            bar.set_postfix(last=trial.state.name.lower())
+
+    return progress
+
+
+def _shared_budget_action(study, max_trials: int, already_waiting: bool) -> str:
+    """What max_trials, shared by every worker of the study, leaves this worker: "run" a trial, "wait" for
+    the running trials of other workers to finish or go stale, or "stop"."""
+    fail_stale_trials(study)
+    c = _trial_counts(study)
+    finished = c[TrialState.COMPLETE] + c[TrialState.PRUNED]
+    if finished >= max_trials:
+        return "stop"
+    if finished + c[TrialState.RUNNING] + c[TrialState.WAITING] < max_trials or c[TrialState.WAITING]:
+        return "run"
+    if not heartbeat_enabled(study._storage):
+        logger.warning(
+            "study %r: %d trial(s) still running elsewhere would complete max_trials=%d; "
+            "this storage has no heartbeat to detect dead workers, so this worker stops",
+            study.study_name, c[TrialState.RUNNING], max_trials,
+        )
+        return "stop"
+    if not already_waiting:
+        logger.info(
+            "study %r: waiting for %d running trial(s) of other workers to finish or go stale",
+            study.study_name, c[TrialState.RUNNING],
+        )
+    return "wait"
 
 
 def tune(

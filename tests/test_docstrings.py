@@ -1,0 +1,109 @@
+"""Every public estimator documents every ``__init__`` parameter, with the default ``__init__`` has.
+
+The check reads the class docstring's numpydoc Parameters section: an entry is a line at the section's
+indentation, ``name : type, default=value`` (several names may share an entry, ``alpha, beta : ...``);
+the stated default must be a Python literal equal to the real default.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+
+import pytest
+
+ESTIMATORS = [
+    "tsrep.EADCTransformerClassifier",
+    "tsrep.EADCTransformerRegressor",
+    "tsrep.estimators.BackboneClassifier",
+    "tsrep.estimators.BackboneRegressor",
+    "tsrep.TSRepEncoder",
+    "tsrep.tuning.TSRepSearchCV",
+    "tsrep.sktime.EADCTransformerClassifier",
+    "tsrep.sktime.EADCTransformerRegressor",
+]
+
+_NO_DEFAULT = object()
+
+
+def _load(name: str) -> type:
+    module, _, attr = name.rpartition(".")
+    if module == "tsrep.sktime":
+        pytest.importorskip("sktime")
+    return getattr(importlib.import_module(module), attr)
+
+
+def documented_parameters(doc: str) -> dict[str, str | object]:
+    """{parameter name: the text after ``default=`` in its entry's first line, or _NO_DEFAULT}."""
+    lines = inspect.cleandoc(doc).splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines[:-1]) if line.strip() == "Parameters"
+                     and set(lines[i + 1].strip()) == {"-"})
+    except StopIteration:
+        return {}
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    entries: dict[str, str | object] = {}
+    for i in range(start + 2, len(lines)):
+        line = lines[i]
+        if not line.strip() or len(line) - len(line.lstrip()) > indent:  # blank, or an entry's description
+            continue
+        if i + 1 < len(lines) and lines[i + 1].strip() and set(lines[i + 1].strip()) == {"-"}:
+            break  # the next section's title
+        names, _, kind = line.strip().partition(":")
+        match = re.search(r"default=(.*)$", kind)
+        for name in names.split(","):
+            entries[name.strip()] = match.group(1).strip() if match else _NO_DEFAULT
+    return entries
+
+
+def init_defaults(cls: type) -> dict[str, object]:
+    signature = inspect.signature(cls.__init__)
+    return {name: p.default for name, p in signature.parameters.items()
+            if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_docstring_states_every_init_parameter_with_its_real_default(name):
+    cls = _load(name)
+    documented = documented_parameters(cls.__doc__ or "")
+    assert documented, f"{name}: no Parameters section in the class docstring"
+    for param, default in init_defaults(cls).items():
+        assert param in documented, f"{name}: parameter {param!r} is not in the docstring's Parameters section"
+        if default is inspect.Parameter.empty:
+            continue
+        stated = documented[param]
+        assert stated is not _NO_DEFAULT, f"{name}: parameter {param!r} states no default (real: {default!r})"
+        try:
+            value = ast.literal_eval(stated)
+        except (ValueError, SyntaxError):
+            pytest.fail(f"{name}: parameter {param!r} states default={stated}, not a Python literal "
+                        f"(real: {default!r})")
+        assert type(value) is type(default) and value == default, (
+            f"{name}: parameter {param!r} states default={stated}, but __init__ has {default!r}"
+        )
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_docstring_documents_no_parameter_init_lacks(name):
+    cls = _load(name)
+    unknown = set(documented_parameters(cls.__doc__ or "")) - set(init_defaults(cls))
+    assert not unknown, f"{name}: the docstring documents {sorted(unknown)}, which __init__ does not take"
+
+
+def test_parser_reads_shared_entries_and_stops_at_the_next_section():
+    doc = """Summary.
+
+    Parameters
+    ----------
+    alpha, beta : float, default=0.5
+        Two weights.
+    name : str
+        No default stated.
+
+    Attributes
+    ----------
+    fitted_ : int
+    """
+    assert documented_parameters(doc) == {"alpha": "0.5", "beta": "0.5", "name": _NO_DEFAULT}
