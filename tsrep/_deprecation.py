@@ -84,4 +84,4 @@ def renamed_attribute(old: str, new: str, *, since: str = RENAMED_IN, removal: s
         _warn_renamed(old, new, since, removal, 2)
         return getattr(self, new)
 
-    return property(get, doc=f"Deprecated: the old name of `{new}`.")
+    return property(get, doc=f"Deprecated: the old name of ``{new}``.")
