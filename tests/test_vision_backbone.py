@@ -123,7 +123,7 @@ def test_ea_vit_carries_the_logits_chain_through_every_layer():
         ({"image_size": (8, 10), "patch_size": 4}, r"image_size=\(8, 10\) must be divisible by patch_size=4"),
         ({"image_size": 0}, "image_size"),
         ({"patch_size": 2.0}, "patch_size"),
-        ({"dim": 18}, "n_heads=4 must be a positive integer dividing dim=18"),
+        ({"d_model": 18}, "n_heads=4 must be a positive integer dividing d_model=18"),
         ({"n_classes": 0}, "n_classes"),
         ({"alpha": 1.5}, "alpha"),
         ({"dropout": 1.0}, "dropout"),
