@@ -1,6 +1,7 @@
 """Renamed keywords: the old name still builds the same module, with a FutureWarning saying what to use; the old and
 the new name together are a TypeError naming both."""
 
+import inspect
 import re
 import warnings
 
@@ -63,7 +64,9 @@ def test_old_keywords_warn_and_build_the_same_module(name):
         module = _build(builder, args, old)
     renamed = {o: n for o, n in zip(old, new) if o != n}
     messages = {str(w.message) for w in record}
-    assert messages == {f"`{o}` was renamed `{n}` in 0.1 and will be removed in 0.3; use `{n}`" for o, n in renamed.items()}
+    assert messages == {
+        f"`{o}` was renamed `{n}` in 0.1 and will be removed in 0.3; use `{n}`" for o, n in renamed.items()
+    }
     assert all(w.filename == __file__ for w in record)  # attributed to the caller, not to tsrep
     state, expected_state = module.state_dict(), expected.state_dict()
     assert list(state) == list(expected_state)  # state_dict keys unchanged
@@ -81,8 +84,6 @@ def test_an_old_and_its_new_keyword_together_are_a_type_error_naming_both(name):
 
 
 def test_renamed_signature_lists_the_new_names_only():
-    import inspect
-
     parameters = inspect.signature(EAViT).parameters
     assert {"d_model", "n_layers", "dim_feedforward", "attn_kernel_size"} <= parameters.keys()
     assert not {"dim", "depth", "mlp_dim", "map_kernel_size"} & parameters.keys()

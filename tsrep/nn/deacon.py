@@ -41,8 +41,8 @@ DEACON_INNER_STEPS = 500
 #: GHA-only step size, in units of 1 / trace(moment) (see PCALayer).
 GHA_LR = 0.5
 
-# The paper's symbols, as keys of a deacon_settings dict (DCTransformerConfig.deacon_settings and the
-# models saved before the rename write them), and the PCALayer keywords they name.
+# The paper's symbols, the keys of the deacon_settings dicts that DCTransformerConfig.deacon_settings and
+# saved models hold, and the PCALayer keywords they name (the keywords' old names too).
 _PAPER_SYMBOLS = {"dP": "deacon_dp", "xi": "deacon_xi", "inner_steps": "deacon_inner_steps"}
 
 
