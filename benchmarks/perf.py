@@ -8,7 +8,7 @@ One run measures, on this machine and in this process's torch thread setting:
      MLP head;
    * ``ea-dc-t+ckpt``: the same with per-layer activation checkpointing;
    * ``ea-dc-t-p0``: the same with dropout 0, to set beside ``vanilla-p0`` (dropout-free both);
-   * ``vanilla``: torch.nn.TransformerEncoder of the same width and depth (d = 64, 8 heads, 6
+   * ``vanilla``: torch.nn.TransformerEncoder of the same width and number of layers (d = 64, 8 heads, 6
      layers, FFN 256, dropout 0.1, batch_first) with the same input projection, positional table,
      pooling and head. PyTorch picks its attention kernel: with attention dropout in training that
      is the math path of scaled_dot_product_attention (materialised maps), not flash attention;

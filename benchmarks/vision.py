@@ -116,12 +116,12 @@ def load_mnist_images(path: Path, train_size: int, seed: int):
 SETTINGS = {
     "digits": {
         "image_size": 8, "in_channels": 1, "epochs": 30, "batch_size": 32, "lr": 3e-3,
-        "vit": {"patch_size": 2, "dim": 32, "depth": 2, "n_heads": 4, "dropout": 0.0},  # 16 patches + class token
+        "vit": {"patch_size": 2, "d_model": 32, "n_layers": 2, "n_heads": 4, "dropout": 0.0},  # 16 + 1 tokens
         "aa": {"width": 32, "n_heads": 4},  # attention over all 64 pixels
     },
     "mnist": {
         "image_size": 28, "in_channels": 1, "epochs": 10, "batch_size": 128, "lr": 2e-3,
-        "vit": {"patch_size": 7, "dim": 64, "depth": 4, "n_heads": 4, "dropout": 0.0},  # 16 patches + class token
+        "vit": {"patch_size": 7, "d_model": 64, "n_layers": 4, "n_heads": 4, "dropout": 0.0},  # 16 + 1 tokens
         "aa": None,  # 784 x 784 maps per head: too slow on a CPU
     },
 }
@@ -133,8 +133,8 @@ def models_for(settings: dict):
     vit = s["vit"]
     for label, alpha, beta in (("EA-ViT", 0.1, 0.3), ("ViT", 0.0, 0.0)):
         out.append((label, alpha, beta, lambda a=alpha, b=beta: EAViT(
-            s["image_size"], vit["patch_size"], 10, in_channels=s["in_channels"], dim=vit["dim"],
-            depth=vit["depth"], n_heads=vit["n_heads"], alpha=a, beta=b, dropout=vit["dropout"],
+            s["image_size"], vit["patch_size"], 10, in_channels=s["in_channels"], d_model=vit["d_model"],
+            n_layers=vit["n_layers"], n_heads=vit["n_heads"], alpha=a, beta=b, dropout=vit["dropout"],
         )))
     if s["aa"] is not None:
         aa = s["aa"]

@@ -140,7 +140,7 @@ def test_gha_inner_loop_recovers_leading_principal_directions():
     gen = torch.Generator().manual_seed(0)
     eig = [5.0, 3.0, 2.0, 0.5, 0.3, 0.2]
     x, u = _known_covariance(20000, eig, gen)
-    layer = PCALayer(6, 3, inner_steps=1500, gha_lr=0.5).double()
+    layer = PCALayer(6, 3, deacon_inner_steps=1500, gha_lr=0.5).double()
     layer.train()
     layer(x[None])  # records the input moment; no loss, so no gradient: GHA-only updates
     DeaconOptimizer([layer]).step()
@@ -158,7 +158,7 @@ def test_gha_inner_loop_recovers_leading_principal_directions():
 def test_gha_tracks_principal_directions_over_many_small_batches():
     gen = torch.Generator().manual_seed(1)
     eig = [4.0, 2.0, 1.0, 0.25, 0.1]
-    layer = PCALayer(5, 2, inner_steps=5, gha_lr=0.5).double()
+    layer = PCALayer(5, 2, deacon_inner_steps=5, gha_lr=0.5).double()
     opt = DeaconOptimizer([layer])
     _, u = _known_covariance(1, eig, torch.Generator().manual_seed(2))
     scale = torch.tensor(eig, dtype=torch.double).sqrt()

@@ -110,7 +110,7 @@ WORKER = textwrap.dedent(
     X = torch.tensor(digits.data[:300], dtype=torch.float32).view(-1, 1, 8, 8) / 16.0
     y = torch.tensor(digits.target[:300])
     torch.manual_seed(0)
-    model = EAViT(8, 2, 10, in_channels=1, dim=16, depth=2, n_heads=2, alpha=0.1, beta=0.3, dropout=0.0)
+    model = EAViT(8, 2, 10, in_channels=1, d_model=16, n_layers=2, n_heads=2, alpha=0.1, beta=0.3, dropout=0.0)
     history = fit_classifier(
         model, X[:250], y[:250], epochs=1, batch_size=25, lr=3e-3, lr_schedule="cosine",
         generator=torch.Generator().manual_seed(0),

@@ -48,8 +48,8 @@ def test_a_registered_attention_kind_is_built_and_checked_by_name(monkeypatch):
     monkeypatch.setattr(attention_kinds, "_REGISTRY", dict(attention_kinds._REGISTRY))
 
     @register_attention("plain-pairs", interacting="pairs")
-    def plain_pairs(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
-        return MultiHeadAttention(dim_in, dim, n_heads, 0.0, 0.0, map_kernel_size, dropout, interacting="pairs",
+    def plain_pairs(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing):
+        return MultiHeadAttention(dim_in, d_model, n_heads, 0.0, 0.0, attn_kernel_size, dropout, interacting="pairs",
                                   **mixing)
 
     assert "plain-pairs" in attention_kind_names()

@@ -203,8 +203,8 @@ def test_bundled_checkpoint_and_input_errors(minilm, tmp_path):
         encoder(torch.zeros(2, 5, dtype=torch.long), torch.ones(2, 4))
     with pytest.raises(ValueError, match="a row without any real token"):
         encoder(torch.zeros(2, 5, dtype=torch.long), torch.tensor([[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]]))
-    with pytest.raises(ValueError, match="n_heads=5 must divide dim=16"):
-        EATextEncoder(vocab_size=10, dim=16, n_heads=5)
+    with pytest.raises(ValueError, match="n_heads=5 must divide d_model=16"):
+        EATextEncoder(vocab_size=10, d_model=16, n_heads=5)
     with pytest.raises(ValueError, match="alpha must be in"):
         EATextEncoder.from_pretrained(minilm, alpha=1.5)
     # A checkpoint saved without a pooler still loads; only the pooler is new, and the user is told.

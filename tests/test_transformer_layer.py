@@ -128,7 +128,7 @@ def test_a_norm_that_takes_the_padding_mask_is_given_it():
     [
         ({"pre_norm": "yes"}, "pre_norm"),
         ({"norm_layer": "layer"}, "norm_layer"),
-        ({"norm_layer": lambda dim: "LayerNorm"}, "norm_layer"),
+        ({"norm_layer": lambda d_model: "LayerNorm"}, "norm_layer"),
         ({"act_layer": nn.GELU()}, "act_layer"),
         ({"dropout": 1.0}, "dropout"),
         ({"attn_dropout": -0.1}, "attn_dropout"),
@@ -141,7 +141,7 @@ def test_a_norm_that_takes_the_padding_mask_is_given_it():
     ],
 )
 def test_a_bad_option_is_a_value_error_naming_it(options, argument):
-    settings = {"dim": DIM, "n_heads": HEADS, "dim_feedforward": FFN, **options}
+    settings = {"d_model": DIM, "n_heads": HEADS, "dim_feedforward": FFN, **options}
     with pytest.raises(ValueError, match=argument):
         TransformerLayer(**settings)
 

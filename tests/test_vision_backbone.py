@@ -16,7 +16,8 @@ from tsrep.training import evaluate, fit_classifier
 
 def _vit(**kw):
     torch.manual_seed(0)
-    args = {"image_size": 8, "patch_size": 2, "n_classes": 10, "in_channels": 1, "dim": 16, "depth": 3, "n_heads": 4, "dropout": 0.0}
+    args = {"image_size": 8, "patch_size": 2, "n_classes": 10, "in_channels": 1, "d_model": 16, "n_layers": 3,
+            "n_heads": 4, "dropout": 0.0}
     args.update(kw)
     return EAViT(**args).double().eval()
 
@@ -68,8 +69,8 @@ def test_plain_vit_builds_no_evolution_and_differs_only_by_map_convolutions():
     assert [type(m) for m in plain.modules() if isinstance(m, nn.Conv2d)] == [nn.Conv2d]
     n_plain = sum(p.numel() for p in plain.parameters())
     n_ea = sum(p.numel() for p in ea.parameters())
-    heads, k, depth = 4, 3, 3
-    assert n_ea - n_plain == depth * (heads * heads * k * k + heads)
+    heads, k, n_layers = 4, 3, 3
+    assert n_ea - n_plain == n_layers * (heads * heads * k * k + heads)
     # A residual link without convolution (beta = 0) evolves the maps but adds no parameter.
     skip_only = _vit(alpha=0.5, beta=0.0)
     assert skip_only.is_evolving and sum(p.numel() for p in skip_only.parameters()) == n_plain
@@ -122,7 +123,7 @@ def test_ea_vit_carries_the_logits_chain_through_every_layer():
         ({"image_size": (8, 10), "patch_size": 4}, r"image_size=\(8, 10\) must be divisible by patch_size=4"),
         ({"image_size": 0}, "image_size"),
         ({"patch_size": 2.0}, "patch_size"),
-        ({"dim": 18}, "n_heads=4 must be a positive integer dividing dim=18"),
+        ({"d_model": 18}, "n_heads=4 must be a positive integer dividing d_model=18"),
         ({"n_classes": 0}, "n_classes"),
         ({"alpha": 1.5}, "alpha"),
         ({"dropout": 1.0}, "dropout"),
@@ -154,7 +155,7 @@ DIGITS_FLOOR = 0.85
 def test_vit_learns_sklearn_digits(alpha, beta):
     X_train, X_test, y_train, y_test = _digits()
     torch.manual_seed(0)
-    model = EAViT(8, 2, 10, in_channels=1, dim=32, depth=2, n_heads=4, alpha=alpha, beta=beta, dropout=0.0)
+    model = EAViT(8, 2, 10, in_channels=1, d_model=32, n_layers=2, n_heads=4, alpha=alpha, beta=beta, dropout=0.0)
     history = fit_classifier(
         model, X_train, y_train, epochs=15, batch_size=32, lr=3e-3, lr_schedule="cosine",
         generator=torch.Generator().manual_seed(0),
@@ -352,7 +353,7 @@ def test_fit_classifier_is_reproducible_from_the_generator():
 
     def run(seed):
         torch.manual_seed(0)
-        model = EAViT(8, 4, 3, in_channels=1, dim=8, depth=1, n_heads=2, dropout=0.0)
+        model = EAViT(8, 4, 3, in_channels=1, d_model=8, n_layers=1, n_heads=2, dropout=0.0)
         fit_classifier(model, X, y, epochs=2, batch_size=8, generator=torch.Generator().manual_seed(seed))
         return torch.cat([p.detach().flatten() for p in model.parameters()])
 
@@ -375,6 +376,6 @@ def test_fit_classifier_is_reproducible_from_the_generator():
 def test_fit_classifier_bad_arguments(kwargs, match):
     args = {"X": torch.zeros(4, 1, 8, 8), "y": torch.zeros(4, dtype=torch.long)}
     args.update(kwargs)
-    model = EAViT(8, 4, 3, in_channels=1, dim=8, depth=1, n_heads=2)
+    model = EAViT(8, 4, 3, in_channels=1, d_model=8, n_layers=1, n_heads=2)
     with pytest.raises(ValueError, match=match):
         fit_classifier(model, args.pop("X"), args.pop("y"), **args)

@@ -93,7 +93,7 @@ class EATransformerSeq2Seq(nn.Module):
         self.src_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
         self.tgt_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
         self.dropout = nn.Dropout(dropout)
-        layer_settings = dict(pre_norm=True, act_layer=nn.ReLU, dropout=dropout, map_kernel_size=attn_kernel_size)
+        layer_settings = dict(pre_norm=True, act_layer=nn.ReLU, dropout=dropout, attn_kernel_size=attn_kernel_size)
         self.encoder = nn.ModuleList(
             TransformerLayer(d_model, n_heads, dim_feedforward, alpha=alpha, beta=beta, **layer_settings)
             for _ in range(n_encoder_layers)

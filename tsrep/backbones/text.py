@@ -29,6 +29,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from tsrep._deprecation import renamed_attribute, renamed_keywords
 from tsrep.nn.transformer_layer import TransformerLayer
 
 # Hugging Face's names for BERT's activations; gelu_new and gelu_pytorch_tanh are both the tanh form.
@@ -44,8 +45,8 @@ _ACTIVATIONS = {
 
 
 class EATextOutput(NamedTuple):
-    """last_hidden_state (B, N, dim); pooler_output (B, dim); hidden_states: embeddings and every layer's
-    output, n_layers + 1 tensors of (B, N, dim), or None unless asked for."""
+    """last_hidden_state (B, N, d_model); pooler_output (B, d_model); hidden_states: embeddings and every
+    layer's output, n_layers + 1 tensors of (B, N, d_model), or None unless asked for."""
 
     last_hidden_state: torch.Tensor
     pooler_output: torch.Tensor
@@ -55,16 +56,16 @@ class EATextOutput(NamedTuple):
 class EATextEmbeddings(nn.Module):
     """Word + absolute position + token-type embeddings, LayerNorm, dropout (BERT's embedding block)."""
 
-    def __init__(self, vocab_size, dim, max_len, type_vocab_size, pad_token_id, layer_norm_eps, dropout):
+    def __init__(self, vocab_size, d_model, max_len, type_vocab_size, pad_token_id, layer_norm_eps, dropout):
         super().__init__()
-        self.word = nn.Embedding(vocab_size, dim, padding_idx=pad_token_id)
-        self.position = nn.Embedding(max_len, dim)
-        self.token_type = nn.Embedding(type_vocab_size, dim)
-        self.norm = nn.LayerNorm(dim, eps=layer_norm_eps)
+        self.word = nn.Embedding(vocab_size, d_model, padding_idx=pad_token_id)
+        self.position = nn.Embedding(max_len, d_model)
+        self.token_type = nn.Embedding(type_vocab_size, d_model)
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """input_ids: (B, N) long; token_type_ids: (B, N) long or None (all segment 0) -> (B, N, dim)"""
+        """input_ids: (B, N) long; token_type_ids: (B, N) long or None (all segment 0) -> (B, N, d_model)"""
         n = input_ids.shape[1]
         positions = torch.arange(n, device=input_ids.device)
         h = self.word(input_ids) + self.position(positions)[None]
@@ -81,7 +82,7 @@ class EATextEncoder(nn.Module):
     Parameters
     ----------
     vocab_size : int
-    dim, n_layers, n_heads, dim_feedforward : int
+    d_model, n_layers, n_heads, dim_feedforward : int
         BERT's hidden_size, num_hidden_layers, num_attention_heads, intermediate_size.
     max_len : int
         Learned positions (max_position_embeddings); longer inputs are an error.
@@ -89,7 +90,7 @@ class EATextEncoder(nn.Module):
         Segment (token type) embeddings.
     alpha, beta : float in [0, 1]
         Evolving attention (Eq. 1); 0, 0 is BERT and builds no map convolution.
-    map_kernel_size : int, odd
+    attn_kernel_size : int, odd
         Kernel of the map convolution.
     dropout, attn_dropout : float
         Hidden dropout (embeddings, residual branches) and dropout on the attention weights.
@@ -102,10 +103,11 @@ class EATextEncoder(nn.Module):
         Standard deviation of the normal initialisation of every weight, the map convolutions included.
     """
 
+    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
     def __init__(
         self,
         vocab_size: int,
-        dim: int = 768,
+        d_model: int = 768,
         n_layers: int = 12,
         n_heads: int = 12,
         dim_feedforward: int = 3072,
@@ -113,7 +115,7 @@ class EATextEncoder(nn.Module):
         type_vocab_size: int = 2,
         alpha: float = 0.0,
         beta: float = 0.0,
-        map_kernel_size: int = 3,
+        attn_kernel_size: int = 3,
         dropout: float = 0.1,
         attn_dropout: float = 0.1,
         activation: str = "gelu",
@@ -123,13 +125,13 @@ class EATextEncoder(nn.Module):
     ):
         super().__init__()
         for name, value in (
-            ("vocab_size", vocab_size), ("dim", dim), ("n_layers", n_layers), ("n_heads", n_heads),
+            ("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers), ("n_heads", n_heads),
             ("dim_feedforward", dim_feedforward), ("max_len", max_len), ("type_vocab_size", type_vocab_size),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if dim % n_heads != 0:
-            raise ValueError(f"n_heads={n_heads} must divide dim={dim}")
+        if d_model % n_heads != 0:
+            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout)):
@@ -137,24 +139,24 @@ class EATextEncoder(nn.Module):
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
         if not 0 <= pad_token_id < vocab_size:
             raise ValueError(f"pad_token_id must be in [0, vocab_size={vocab_size}), got {pad_token_id!r}")
-        self.dim = dim
+        self.d_model = d_model
         self.max_len = max_len
         self.dropout_p = dropout
         self.initializer_range = initializer_range
         self.embeddings = EATextEmbeddings(
-            vocab_size, dim, max_len, type_vocab_size, pad_token_id, layer_norm_eps, dropout
+            vocab_size, d_model, max_len, type_vocab_size, pad_token_id, layer_norm_eps, dropout
         )
-        # AttentionMapEvolution (inside MultiHeadAttention) checks alpha, beta and map_kernel_size.
+        # AttentionMapEvolution (inside MultiHeadAttention) checks alpha, beta and attn_kernel_size.
         # BERT's layer is post-norm and has no dropout inside its FFN (ffn_dropout=0).
         self.layers = nn.ModuleList(
             TransformerLayer(
-                dim, n_heads, dim_feedforward, pre_norm=False, norm_layer=partial(nn.LayerNorm, eps=layer_norm_eps),
+                d_model, n_heads, dim_feedforward, pre_norm=False, norm_layer=partial(nn.LayerNorm, eps=layer_norm_eps),
                 act_layer=_ACTIVATIONS[activation], dropout=dropout, attn_dropout=attn_dropout, ffn_dropout=0.0,
-                alpha=alpha, beta=beta, map_kernel_size=map_kernel_size,
+                alpha=alpha, beta=beta, attn_kernel_size=attn_kernel_size,
             )
             for _ in range(n_layers)
         )
-        self.pooler = nn.Linear(dim, dim)
+        self.pooler = nn.Linear(d_model, d_model)
         self.load_report: CheckpointLoadReport | None = None
         self.apply(self._init_weights)
 
@@ -171,6 +173,8 @@ class EATextEncoder(nn.Module):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
 
+    dim = renamed_attribute("dim", "d_model")
+
     def map_conv_parameter_names(self) -> list[str]:
         """Names of the evolution convolutions' parameters: the only ones a BERT checkpoint lacks."""
         return [name for name, _ in self.named_parameters() if ".evolution.conv." in name]
@@ -186,8 +190,8 @@ class EATextEncoder(nn.Module):
         input_ids:      (B, N) long token ids, N <= max_len
         attention_mask: (B, N) 1/True at real tokens, 0/False at padding (None: no padding)
         token_type_ids: (B, N) long segment ids (None: all 0)
-        returns:        EATextOutput(last_hidden_state (B, N, dim), pooler_output (B, dim),
-                        hidden_states: n_layers + 1 tensors (B, N, dim) when output_hidden_states)
+        returns:        EATextOutput(last_hidden_state (B, N, d_model), pooler_output (B, d_model),
+                        hidden_states: n_layers + 1 tensors (B, N, d_model) when output_hidden_states)
         Outputs at padded positions are finite and meaningless; use attention_mask to drop them.
         """
         if input_ids.ndim != 2:
@@ -220,12 +224,13 @@ class EATextEncoder(nn.Module):
         return EATextOutput(x, pooled, tuple(states) if states is not None else None)
 
     @classmethod
+    @renamed_keywords({"map_kernel_size": "attn_kernel_size"})
     def from_pretrained(
         cls,
         path: str | Path,
         alpha: float = 0.0,
         beta: float = 0.0,
-        map_kernel_size: int = 3,
+        attn_kernel_size: int = 3,
         dropout: float | None = None,
         attn_dropout: float | None = None,
     ) -> EATextEncoder:
@@ -247,7 +252,7 @@ class EATextEncoder(nn.Module):
         hidden_dropout = config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout
         encoder = cls(
             vocab_size=config["vocab_size"],
-            dim=config["hidden_size"],
+            d_model=config["hidden_size"],
             n_layers=config["num_hidden_layers"],
             n_heads=config["num_attention_heads"],
             dim_feedforward=config["intermediate_size"],
@@ -255,7 +260,7 @@ class EATextEncoder(nn.Module):
             type_vocab_size=config.get("type_vocab_size", 2),
             alpha=alpha,
             beta=beta,
-            map_kernel_size=map_kernel_size,
+            attn_kernel_size=attn_kernel_size,
             dropout=hidden_dropout,
             attn_dropout=config.get("attention_probs_dropout_prob", 0.1) if attn_dropout is None else attn_dropout,
             activation=config.get("hidden_act", "gelu"),
@@ -279,7 +284,7 @@ class EATextClassifier(nn.Module):
             raise ValueError(f"n_classes must be a positive integer, got {n_classes!r}")
         self.encoder = encoder
         self.dropout = nn.Dropout(encoder.dropout_p if dropout is None else dropout)
-        self.head = nn.Linear(encoder.dim, n_classes)
+        self.head = nn.Linear(encoder.d_model, n_classes)
         nn.init.normal_(self.head.weight, std=encoder.initializer_range)
         nn.init.zeros_(self.head.bias)
 

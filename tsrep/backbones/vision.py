@@ -1,7 +1,7 @@
 """EA-ViT: a Vision Transformer (Dosovitskiy et al., ICLR 2021) whose attention maps evolve (Wang et al.,
 "Convolution-enhanced Evolving Attention Networks", IEEE TPAMI 2023, Sec. 3.4, 4.4).
 
-    tokens = [cls; PatchEmbed(image)] + pos                        # (B, 1 + N_patches, dim)
+    tokens = [cls; PatchEmbed(image)] + pos                        # (B, 1 + N_patches, d_model)
     per layer: x = x + MHA_evolving(LN(x), prev_logits);  x = x + MLP(LN(x))   # pre-LN, as ViT
     logits = Linear(LN(x)[:, 0])                                   # class token
 
@@ -18,6 +18,7 @@ from functools import partial
 import torch
 from torch import nn
 
+from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention_augmented_conv import as_pair
 from tsrep.nn.transformer_layer import TransformerLayer
 
@@ -25,10 +26,11 @@ from tsrep.nn.transformer_layer import TransformerLayer
 class PatchEmbedding(nn.Module):
     """Non-overlapping patches -> tokens: a convolution with kernel = stride = patch size.
 
-    forward(images (B, C, H, W)) -> (B, (H/p_h) * (W/p_w), dim), patches in row-major order
+    forward(images (B, C, H, W)) -> (B, (H/p_h) * (W/p_w), d_model), patches in row-major order
     """
 
-    def __init__(self, image_size, patch_size, in_channels: int, dim: int):
+    @renamed_keywords({"dim": "d_model"})
+    def __init__(self, image_size, patch_size, in_channels: int, d_model: int):
         super().__init__()
         self.image_size = as_pair(image_size, "image_size")
         self.patch_size = as_pair(patch_size, "patch_size")
@@ -38,33 +40,35 @@ class PatchEmbedding(nn.Module):
             )
         self.grid = (self.image_size[0] // self.patch_size[0], self.image_size[1] // self.patch_size[1])
         self.n_patches = self.grid[0] * self.grid[1]
-        self.proj = nn.Conv2d(in_channels, dim, kernel_size=self.patch_size, stride=self.patch_size)
+        self.proj = nn.Conv2d(in_channels, d_model, kernel_size=self.patch_size, stride=self.patch_size)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """images: (B, C, H, W) -> (B, N_patches, dim)"""
+        """images: (B, C, H, W) -> (B, N_patches, d_model)"""
         return self.proj(images).flatten(2).transpose(1, 2)
 
 
 class ViTLayer(TransformerLayer):
     """ViT's pre-LN encoder layer: a TransformerLayer with pre_norm, LayerNorm(eps=1e-6) and GELU.
 
-    forward(x (B, N, dim), prev_logits (B, K, N, N) or None, need_logits) -> (B, N, dim), logits or None
+    forward(x (B, N, d_model), prev_logits (B, K, N, N) or None, need_logits) -> (B, N, d_model), logits or None
     """
 
+    @renamed_keywords({"dim": "d_model", "mlp_dim": "dim_feedforward", "map_kernel_size": "attn_kernel_size"})
     def __init__(
         self,
-        dim: int,
+        d_model: int,
         n_heads: int,
-        mlp_dim: int,
+        dim_feedforward: int,
         alpha: float,
         beta: float,
-        map_kernel_size: int,
+        attn_kernel_size: int,
         dropout: float,
         attn_dropout: float,
     ):
         super().__init__(
-            dim, n_heads, mlp_dim, pre_norm=True, norm_layer=partial(nn.LayerNorm, eps=1e-6), act_layer=nn.GELU,
-            dropout=dropout, attn_dropout=attn_dropout, alpha=alpha, beta=beta, map_kernel_size=map_kernel_size,
+            d_model, n_heads, dim_feedforward, pre_norm=True, norm_layer=partial(nn.LayerNorm, eps=1e-6),
+            act_layer=nn.GELU, dropout=dropout, attn_dropout=attn_dropout, alpha=alpha, beta=beta,
+            attn_kernel_size=attn_kernel_size,
         )
 
     @property
@@ -75,7 +79,7 @@ class ViTLayer(TransformerLayer):
     def forward(
         self, x: torch.Tensor, prev_logits: torch.Tensor | None = None, need_logits: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x: (B, N, dim); prev_logits: (B, K, N, N) or None -> (B, N, dim), logits (B, K, N, N) or None"""
+        """x: (B, N, d_model); prev_logits: (B, K, N, N) or None -> (B, N, d_model), logits (B, K, N, N) or None"""
         # Images have no padding: every token is valid.
         return super().forward(x, None, prev_logits, need_logits)
 
@@ -90,62 +94,69 @@ class EAViT(nn.Module):
     in_channels : int
     n_classes : int
         Outputs of the classification head on the class token.
-    dim, depth, n_heads : int
-        Token width, number of layers, heads per layer (n_heads divides dim).
-    mlp_dim : int or None
-        Hidden width of the MLPs (None: 4 * dim).
+    d_model, n_layers, n_heads : int
+        Token width, number of layers, heads per layer (n_heads divides d_model).
+    dim_feedforward : int or None
+        Hidden width of the MLPs (None: 4 * d_model).
     alpha, beta : float in [0, 1]
         Evolving-attention weights (Eq. 1); the defaults are the paper's EA-ViT setting (Sec. 4.4).
-    map_kernel_size : int, odd
+    attn_kernel_size : int, odd
         Kernel of the map convolution.
     dropout : float
         Dropout after the embeddings, in the MLPs and on the attention output (0.1 in the paper's fine-tuning).
     attn_dropout : float
         Dropout on the attention weights.
 
-    forward(images (B, C, H, W)) -> (B, n_classes); forward_features(images) -> (B, 1 + N_patches, dim)
+    forward(images (B, C, H, W)) -> (B, n_classes); forward_features(images) -> (B, 1 + N_patches, d_model)
     """
 
+    @renamed_keywords(
+        {"dim": "d_model", "depth": "n_layers", "mlp_dim": "dim_feedforward", "map_kernel_size": "attn_kernel_size"}
+    )
     def __init__(
         self,
         image_size,
         patch_size,
         n_classes: int,
         in_channels: int = 3,
-        dim: int = 64,
-        depth: int = 4,
+        d_model: int = 64,
+        n_layers: int = 4,
         n_heads: int = 4,
-        mlp_dim: int | None = None,
+        dim_feedforward: int | None = None,
         alpha: float = 0.1,
         beta: float = 0.3,
-        map_kernel_size: int = 3,
+        attn_kernel_size: int = 3,
         dropout: float = 0.1,
         attn_dropout: float = 0.0,
     ):
         super().__init__()
-        for name, value in (("n_classes", n_classes), ("in_channels", in_channels), ("dim", dim), ("depth", depth)):
+        for name, value in (
+            ("n_classes", n_classes), ("in_channels", in_channels), ("d_model", d_model), ("n_layers", n_layers),
+        ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(n_heads, int) or n_heads < 1 or dim % n_heads:
-            raise ValueError(f"n_heads={n_heads!r} must be a positive integer dividing dim={dim}")
+        if not isinstance(n_heads, int) or n_heads < 1 or d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads!r} must be a positive integer dividing d_model={d_model}")
         for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout)):
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
         self.in_channels = in_channels
-        self.patch_embedding = PatchEmbedding(image_size, patch_size, in_channels, dim)
+        self.patch_embedding = PatchEmbedding(image_size, patch_size, in_channels, d_model)
         self.image_size = self.patch_embedding.image_size
         # Initialisation as in ViT/timm: small normal class token and position table.
-        self.cls_token = nn.Parameter(torch.empty(1, 1, dim).normal_(std=1e-6))
+        self.cls_token = nn.Parameter(torch.empty(1, 1, d_model).normal_(std=1e-6))
         self.pos_embedding = nn.Parameter(
-            nn.init.trunc_normal_(torch.empty(1, 1 + self.patch_embedding.n_patches, dim), std=0.02)
+            nn.init.trunc_normal_(torch.empty(1, 1 + self.patch_embedding.n_patches, d_model), std=0.02)
         )
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            ViTLayer(dim, n_heads, mlp_dim or 4 * dim, alpha, beta, map_kernel_size, dropout, attn_dropout)
-            for _ in range(depth)
+            ViTLayer(
+                d_model, n_heads, dim_feedforward or 4 * d_model, alpha, beta, attn_kernel_size, dropout, attn_dropout
+            )
+            for _ in range(n_layers)
         )
-        self.norm = nn.LayerNorm(dim, eps=1e-6)
-        self.head = nn.Linear(dim, n_classes)
+        self.norm = nn.LayerNorm(d_model, eps=1e-6)
+        self.head = nn.Linear(d_model, n_classes)
 
     @property
     def is_evolving(self) -> bool:
@@ -156,7 +167,7 @@ class EAViT(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
         """
         images:  (B, C, H, W) with C = in_channels and (H, W) = image_size
-        returns: (B, 1 + N_patches, dim) after the final LayerNorm, token 0 the class token; with
+        returns: (B, 1 + N_patches, d_model) after the final LayerNorm, token 0 the class token; with
                  return_logits, also each layer's (evolved) attention logits (B, K, 1 + N, 1 + N)
         """
         expected = (self.in_channels, *self.image_size)

@@ -15,38 +15,40 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tsrep.nn.deacon import DeaconHeadMixing
+from tsrep._deprecation import renamed_keywords
+from tsrep.nn.deacon import DeaconHeadMixing, pca_settings
 from tsrep.nn.evolving import AttentionMapEvolution, query_key_product
 from tsrep.nn.interacting import n_virtual_heads, virtual_heads
 from tsrep.nn.map_dropout import attend_values
 
 
 class MultiHeadAttention(nn.Module):
-    """Self-attention over (B, N, dim_in) returning (B, N, dim) and the (evolved) logits.
+    """Self-attention over (B, N, dim_in) returning (B, N, d_model) and the (evolved) logits.
 
     Parameters
     ----------
     dim_in : int
         Width of the input tokens.
-    dim : int
+    d_model : int
         Width of queries, keys, values and of the output; must be divisible by n_heads.
     n_heads : int
     alpha, beta : float in [0, 1]
         Evolving-attention weights; alpha = beta = 0 is plain attention and builds no evolution.
-    map_kernel_size : int
+    attn_kernel_size : int
         Kernel of the map convolution (used when beta > 0).
     dropout : float
         Dropout on the attention weights.
     interacting : {None, "pairs", "summed"}
         Interacting-head attention (Li and Luo, tsrep.nn.interacting): every query head with every
-        key head (h*h maps, W^O: h*h*d_head -> dim), or Algorithm 1's summed logits (h maps).
+        key head (h*h maps, W^O: h*h*d_head -> d_model), or Algorithm 1's summed logits (h maps).
         The evolving step then convolves over the h*h (or h) maps.
     head_mixing : {None, "deacon-direct", "deacon-average", "deacon-nonlinear"}
         DEACON PCA layer over the head outputs before W^O (Ampazis and Sakketou, tsrep.nn.deacon).
     deacon_m : int or None
         Components the PCA layer keeps (None: all heads); W^O is sized by it.
     deacon_settings : dict or None
-        dP, xi, inner_steps, gha_lr of the PCA layer (tsrep.nn.deacon.PCALayer).
+        deacon_dp, deacon_xi, deacon_inner_steps, gha_lr of the PCA layer (tsrep.nn.deacon.PCALayer;
+        the keys dP, xi, inner_steps of DCTransformerConfig.deacon_settings are read too).
     causal : bool
         Decoder self-attention: query i attends to keys j <= i only.
     map_conv_mask : {None, "full", "causal", "cross"}
@@ -57,14 +59,15 @@ class MultiHeadAttention(nn.Module):
         convolution then never mixes across an image row boundary (tsrep.nn.evolving).
     """
 
+    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
     def __init__(
         self,
         dim_in: int,
-        dim: int,
+        d_model: int,
         n_heads: int,
         alpha: float = 0.0,
         beta: float = 0.0,
-        map_kernel_size: int = 3,
+        attn_kernel_size: int = 3,
         dropout: float = 0.0,
         interacting: str | None = None,
         head_mixing: str | None = None,
@@ -75,26 +78,26 @@ class MultiHeadAttention(nn.Module):
         map_grid: tuple[int, int] | None = None,
     ):
         super().__init__()
-        if n_heads < 1 or dim % n_heads != 0:
-            raise ValueError(f"n_heads={n_heads} must be >= 1 and divide the attention width {dim}")
+        if n_heads < 1 or d_model % n_heads != 0:
+            raise ValueError(f"n_heads={n_heads} must be >= 1 and divide the attention width {d_model}")
         self.n_heads = n_heads
-        self.head_dim = dim // n_heads
+        self.head_dim = d_model // n_heads
         self.interacting = interacting
         n_maps = n_virtual_heads(n_heads, interacting)  # maps and head outputs: h, or h*h for pairs
         self.n_maps = n_maps
-        self.qkv = nn.Linear(dim_in, 3 * dim)
+        self.qkv = nn.Linear(dim_in, 3 * d_model)
         self.mixing = (
-            DeaconHeadMixing(head_mixing, n_maps, self.head_dim, deacon_m, **(deacon_settings or {}))
+            DeaconHeadMixing(head_mixing, n_maps, self.head_dim, deacon_m, **pca_settings(deacon_settings))
             if head_mixing is not None
             else None
         )
-        self.out = nn.Linear(self.mixing.out_features if self.mixing is not None else n_maps * self.head_dim, dim)
+        self.out = nn.Linear(self.mixing.out_features if self.mixing is not None else n_maps * self.head_dim, d_model)
         self.dropout = dropout
         self.causal = causal
         if map_conv_mask is None:
             map_conv_mask = "causal" if causal else "full"
         self.evolution = (
-            AttentionMapEvolution(n_maps, alpha, beta, map_kernel_size, conv_mask=map_conv_mask, grid=map_grid)
+            AttentionMapEvolution(n_maps, alpha, beta, attn_kernel_size, conv_mask=map_conv_mask, grid=map_grid)
             if (alpha > 0 or beta > 0)
             else None
         )
@@ -126,7 +129,7 @@ class MultiHeadAttention(nn.Module):
                      S in Eq. 1) and the softmax: a tensor broadcastable to (B, K, M, N), or a callable
                      of the scaled queries Q / sqrt(d_head) (B, K, M, d_head) returning one, for
                      query-dependent terms such as relative-position logits (Bello et al.)
-        returns:     out (B, M, dim); logits (B, K, M, N) finite and unmasked, carried to the next
+        returns:     out (B, M, d_model); logits (B, K, M, N) finite and unmasked, carried to the next
                      layer (None for plain attention unless need_logits)
         """
         b, n, _ = x.shape
@@ -215,7 +218,7 @@ class MultiHeadAttention(nn.Module):
         return mask
 
     def _merge_heads(self, h: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
-        """(B, H, N, d_head) head outputs -> concat (or DEACON mixing) -> W^O -> (B, N, dim)"""
+        """(B, H, N, d_head) head outputs -> concat (or DEACON mixing) -> W^O -> (B, N, d_model)"""
         if self.mixing is not None:
             return self.out(self.mixing(h, valid))
         b, _, n, _ = h.shape

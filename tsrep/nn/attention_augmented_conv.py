@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention import MultiHeadAttention
 
 
@@ -43,13 +44,13 @@ class AttentionAugmentedConv2d(nn.Module):
     attn_channels : int or None
         Output channels computed by attention (None: out_channels // 2, as in EA-AA-ResNet); the
         convolution computes the rest. 0 builds a plain convolution, out_channels pure attention.
-        Queries and keys have this width too (Bello et al. allow a separate key depth d_k).
+        Queries and keys have this width too (Bello et al. allow a separate key width d_k).
     n_heads : int
         Heads K; must divide attn_channels.
     alpha, beta : float in [0, 1]
         Evolving-attention weights (Eq. 1). The defaults are the paper's EA-AA-ResNet-34 setting (Sec. 4.4);
         alpha = beta = 0 is the plain AA convolution of Bello et al.
-    map_kernel_size : int, odd
+    attn_kernel_size : int, odd
         Kernel of the map convolution over the (HW x HW) logits.
     feature_size : int, (int, int) or None
         Height and width of the feature maps; required when the layer has attention: it sizes the
@@ -61,6 +62,7 @@ class AttentionAugmentedConv2d(nn.Module):
     forward(x (B, C_in, H, W), prev_logits (B, K, HW, HW) or None) -> (B, C_out, H, W), logits
     """
 
+    @renamed_keywords({"map_kernel_size": "attn_kernel_size"})
     def __init__(
         self,
         in_channels: int,
@@ -70,7 +72,7 @@ class AttentionAugmentedConv2d(nn.Module):
         n_heads: int = 4,
         alpha: float = 0.5,
         beta: float = 1.0,
-        map_kernel_size: int = 3,
+        attn_kernel_size: int = 3,
         feature_size: int | tuple[int, int] | None = None,
         dropout: float = 0.0,
     ):
@@ -99,7 +101,7 @@ class AttentionAugmentedConv2d(nn.Module):
             )
         self.attention = (
             MultiHeadAttention(
-                in_channels, attn_channels, n_heads, alpha, beta, map_kernel_size, dropout, map_grid=self.feature_size
+                in_channels, attn_channels, n_heads, alpha, beta, attn_kernel_size, dropout, map_grid=self.feature_size
             )
             if attn_channels > 0
             else None

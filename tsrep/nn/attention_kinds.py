@@ -24,10 +24,11 @@ from typing import Callable
 
 from torch import nn
 
+from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.crossed import CrossedCoAttention
 from tsrep.nn.deacon import (
-    DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, max_deacon_m, validate_deacon_settings,
+    DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, max_deacon_m, pca_settings, validate_deacon_settings,
 )
 from tsrep.nn.interacting import INTERACTING_MODES, n_virtual_heads
 
@@ -37,7 +38,7 @@ class AttentionKind:
     """A registered attention kind.
 
     build : callable
-        ``build(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, head_mixing=...,
+        ``build(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, head_mixing=...,
         deacon_m=..., deacon_settings=...)`` -> module with ``forward(x, valid, prev_logits) -> (out, logits)``.
     interacting : {None, "pairs", "summed"}
         How its heads interact (tsrep.nn.interacting): "pairs" gives h*h head outputs for DEACON to mix.
@@ -84,35 +85,35 @@ def attention_kind(name: str) -> AttentionKind:
 
 
 @register_attention("evolving", needs_attention_branch=False)
-def _evolving_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
-    return MultiHeadAttention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing)
+def _evolving_attention(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing):
+    return MultiHeadAttention(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing)
 
 
 @register_attention("vanilla", needs_attention_branch=False)
-def _vanilla_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+def _vanilla_attention(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing):
     # alpha and beta are not used: plain attention whatever the model's evolving weights.
-    return MultiHeadAttention(dim_in, dim, n_heads, 0.0, 0.0, map_kernel_size, dropout, **mixing)
+    return MultiHeadAttention(dim_in, d_model, n_heads, 0.0, 0.0, attn_kernel_size, dropout, **mixing)
 
 
 @register_attention("interacting", interacting="pairs")
-def _interacting_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+def _interacting_attention(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing):
     return MultiHeadAttention(
-        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, interacting="pairs", **mixing
+        dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, interacting="pairs", **mixing
     )
 
 
 @register_attention("interacting-summed", interacting="summed")
-def _interacting_summed_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+def _interacting_summed_attention(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing):
     return MultiHeadAttention(
-        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, interacting="summed", **mixing
+        dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, interacting="summed", **mixing
     )
 
 
 @register_attention("crossed")
-def _crossed_co_attention(dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, **mixing):
+def _crossed_co_attention(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing):
     # Each branch's copy of the input gets its own dropout mask (rate: the model's dropout).
     return CrossedCoAttention(
-        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout, input_dropout=dropout, **mixing
+        dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, input_dropout=dropout, **mixing
     )
 
 
@@ -169,27 +170,29 @@ def validate_attention_options(
     validate_deacon_settings(deacon_dp, deacon_xi, deacon_inner_steps)
 
 
+@renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
 def build_attention(
     attention: str,
     dim_in: int,
-    dim: int,
+    d_model: int,
     n_heads: int,
     alpha: float,
     beta: float,
-    map_kernel_size: int,
+    attn_kernel_size: int,
     dropout: float,
     head_mixing: str | None = None,
     deacon_m: int | None = None,
     deacon_settings: dict | None = None,
 ) -> nn.Module:
     """The attention module of one layer, built by the registered kind `attention`;
-    forward(x, valid, prev_logits) -> (out, logits)."""
-    settings = dict(deacon_settings or {})
+    forward(x, valid, prev_logits) -> (out, logits). deacon_settings: as MultiHeadAttention's."""
+    settings = pca_settings(deacon_settings)
     validate_attention_options(
-        attention, head_mixing, deacon_m, n_heads, dim,
-        settings.get("dP", DEACON_DP), settings.get("xi", DEACON_XI), settings.get("inner_steps", DEACON_INNER_STEPS),
+        attention, head_mixing, deacon_m, n_heads, d_model,
+        settings.get("deacon_dp", DEACON_DP), settings.get("deacon_xi", DEACON_XI),
+        settings.get("deacon_inner_steps", DEACON_INNER_STEPS),
     )
     return attention_kind(attention).build(
-        dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout,
+        dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout,
         head_mixing=head_mixing, deacon_m=deacon_m, deacon_settings=settings or None,
     )

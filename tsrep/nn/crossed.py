@@ -7,7 +7,7 @@ other branch's copy:
 
     left  = MHA_L(Q from x_right, K, V from x_left)
     right = MHA_R(Q from x_left,  K, V from x_right)
-    out   = Linear(concat(left, right))              (2 * dim -> dim)
+    out   = Linear(concat(left, right))              (2 * d_model -> d_model)
 
 In evaluation both copies are the clean input. The attention part has twice the parameters of one
 multi-head attention (plus the output projection), as in the paper.
@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention import MultiHeadAttention
 
 CORRUPTIONS = ("swap", "mask", None)
@@ -69,7 +70,7 @@ class CrossedCoAttention(nn.Module):
 
     Parameters
     ----------
-    dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout
+    dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout
         As tsrep.nn.MultiHeadAttention, for each branch.
     input_dropout : float
         Dropout on each branch's copy of the input (independent masks), training only.
@@ -79,14 +80,15 @@ class CrossedCoAttention(nn.Module):
         Passed to both branches (head_mixing, deacon_m, deacon_settings, interacting).
     """
 
+    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
     def __init__(
         self,
         dim_in: int,
-        dim: int,
+        d_model: int,
         n_heads: int,
         alpha: float = 0.0,
         beta: float = 0.0,
-        map_kernel_size: int = 3,
+        attn_kernel_size: int = 3,
         dropout: float = 0.0,
         input_dropout: float = 0.1,
         corruption: str | None = "swap",
@@ -101,10 +103,10 @@ class CrossedCoAttention(nn.Module):
             raise ValueError(f"input_dropout must be in [0, 1), got {input_dropout!r}")
         if not 0.0 <= corruption_prob <= 1.0:
             raise ValueError(f"corruption_prob must be in [0, 1], got {corruption_prob!r}")
-        args = (dim_in, dim, n_heads, alpha, beta, map_kernel_size, dropout)
+        args = (dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout)
         self.left = MultiHeadAttention(*args, **branch_kwargs)
         self.right = MultiHeadAttention(*args, **branch_kwargs)
-        self.proj = nn.Linear(2 * dim, dim)
+        self.proj = nn.Linear(2 * d_model, d_model)
         self.input_dropout = input_dropout
         self.corruption = corruption
         self.corruption_prob = corruption_prob
@@ -132,7 +134,7 @@ class CrossedCoAttention(nn.Module):
         prev_logits: torch.Tensor | None = None,
         need_logits: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The two branches on given inputs (no corruption): (left (B, N, dim), right (B, N, dim), logits)."""
+        """The two branches on given inputs (no corruption): (left (B, N, d_model), right (B, N, d_model), logits)."""
         prev_l, prev_r = prev_logits.chunk(2, dim=1) if prev_logits is not None else (None, None)
         left, logits_l = self.left(x_left, valid, prev_l, need_logits, query=x_right, query_valid=valid)
         right, logits_r = self.right(x_right, valid, prev_r, need_logits, query=x_left, query_valid=valid)
@@ -146,7 +148,7 @@ class CrossedCoAttention(nn.Module):
         prev_logits: torch.Tensor | None = None,
         need_logits: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x: (B, N, dim_in) -> (B, N, dim), carried logits (B, 2K, N, N) or None"""
+        """x: (B, N, dim_in) -> (B, N, d_model), carried logits (B, 2K, N, N) or None"""
         x_left, x_right = self.branch_inputs(x, valid)
         left, right, logits = self.forward_pair(x_left, x_right, valid, prev_logits, need_logits)
         return self.proj(torch.cat([left, right], dim=-1)), logits

@@ -26,6 +26,7 @@ import numbers
 import torch
 from torch import nn
 
+from tsrep._deprecation import renamed_keywords
 from tsrep.nn.norm import MaskedBatchNorm1d
 
 HEAD_MIXINGS = ("deacon-direct", "deacon-average", "deacon-nonlinear")
@@ -39,6 +40,10 @@ DEACON_XI = 0.8
 DEACON_INNER_STEPS = 500
 #: GHA-only step size, in units of 1 / trace(moment) (see PCALayer).
 GHA_LR = 0.5
+
+# The paper's symbols, the keys of the deacon_settings dicts that DCTransformerConfig.deacon_settings and
+# saved models hold, and the PCALayer keywords they name (the keywords' old names too).
+_PAPER_SYMBOLS = {"dP": "deacon_dp", "xi": "deacon_xi", "inner_steps": "deacon_inner_steps"}
 
 
 def pca_input_width(kind: str, n_heads: int) -> int:
@@ -67,36 +72,40 @@ class PCALayer(nn.Module):
     (detached): the DEACON optimiser computes Sanger's update from it. The DEACON settings are kept
     here so that any training loop can build the optimiser from the model alone.
 
+    The attributes keep the paper's symbols: dP, xi, inner_steps, gha_lr.
+
     Parameters
     ----------
     n_in, m : int
         Input width and retained components (1 <= m <= n_in).
-    dP : float > 0
-        Norm of every DEACON step (paper: 0.2).
-    xi : float in (0, 1)
-        Fraction of the largest first-order loss decrease demanded per step (paper: 0.8).
-    inner_steps : int >= 0
+    deacon_dp : float > 0
+        Norm dP of every DEACON step (paper: 0.2).
+    deacon_xi : float in (0, 1)
+        Fraction xi of the largest first-order loss decrease demanded per step (paper: 0.8).
+    deacon_inner_steps : int >= 0
         GHA-only updates per batch (paper: 500), run on a copy of the weight: where they lead is the
         Hebbian direction of the constrained step, which alone changes the weight.
     gha_lr : float in (0, 1)
         GHA-only step size, in units of 1 / trace(moment) (so eta * lambda_max <= gha_lr: stable).
     """
 
+    @renamed_keywords(_PAPER_SYMBOLS)
     def __init__(
         self,
         n_in: int,
         m: int,
-        dP: float = DEACON_DP,
-        xi: float = DEACON_XI,
-        inner_steps: int = DEACON_INNER_STEPS,
+        deacon_dp: float = DEACON_DP,
+        deacon_xi: float = DEACON_XI,
+        deacon_inner_steps: int = DEACON_INNER_STEPS,
         gha_lr: float = GHA_LR,
     ):
         super().__init__()
         if not 1 <= m <= n_in:
             raise ValueError(f"deacon_m must be in [1, {n_in}] here, got {m!r}")
-        validate_deacon_settings(dP, xi, inner_steps, gha_lr)
+        validate_deacon_settings(deacon_dp, deacon_xi, deacon_inner_steps, gha_lr)
         self.n_in, self.m = n_in, m
-        self.dP, self.xi, self.inner_steps, self.gha_lr = float(dP), float(xi), int(inner_steps), float(gha_lr)
+        self.dP, self.xi = float(deacon_dp), float(deacon_xi)
+        self.inner_steps, self.gha_lr = int(deacon_inner_steps), float(gha_lr)
         self.weight = nn.Parameter(torch.empty(m, n_in))
         nn.init.orthogonal_(self.weight)
         self.input_moment: torch.Tensor | None = None
@@ -113,15 +122,36 @@ class PCALayer(nn.Module):
         return f"n_in={self.n_in}, m={self.m}, dP={self.dP}, xi={self.xi}, inner_steps={self.inner_steps}"
 
 
-def validate_deacon_settings(dP, xi, inner_steps, gha_lr=GHA_LR):
-    if isinstance(dP, bool) or not (isinstance(dP, numbers.Real) and dP > 0):
-        raise ValueError(f"deacon_dp must be a positive number, got {dP!r}")
-    if isinstance(xi, bool) or not (isinstance(xi, numbers.Real) and 0 < xi < 1):
-        raise ValueError(f"deacon_xi must be in (0, 1), got {xi!r}")
-    if isinstance(inner_steps, bool) or not isinstance(inner_steps, numbers.Integral) or inner_steps < 0:
-        raise ValueError(f"deacon_inner_steps must be a non-negative integer, got {inner_steps!r}")
+def validate_deacon_settings(deacon_dp, deacon_xi, deacon_inner_steps, gha_lr=GHA_LR):
+    if isinstance(deacon_dp, bool) or not (isinstance(deacon_dp, numbers.Real) and deacon_dp > 0):
+        raise ValueError(f"deacon_dp must be a positive number, got {deacon_dp!r}")
+    if isinstance(deacon_xi, bool) or not (isinstance(deacon_xi, numbers.Real) and 0 < deacon_xi < 1):
+        raise ValueError(f"deacon_xi must be in (0, 1), got {deacon_xi!r}")
+    if (
+        isinstance(deacon_inner_steps, bool)
+        or not isinstance(deacon_inner_steps, numbers.Integral)
+        or deacon_inner_steps < 0
+    ):
+        raise ValueError(f"deacon_inner_steps must be a non-negative integer, got {deacon_inner_steps!r}")
     if isinstance(gha_lr, bool) or not (isinstance(gha_lr, numbers.Real) and 0 < gha_lr < 1):
         raise ValueError(f"gha_lr must be in (0, 1), got {gha_lr!r}")
+
+
+def pca_settings(deacon_settings: dict | None) -> dict:
+    """PCALayer keyword arguments from a deacon_settings dict.
+
+    Its keys are PCALayer's keywords (deacon_dp, deacon_xi, deacon_inner_steps, gha_lr) or the paper's
+    symbols dP, xi, inner_steps, which DCTransformerConfig.deacon_settings and saved models write: a
+    stored format, so read without a warning. TypeError when a setting is given under both names;
+    other keys are left for PCALayer to refuse.
+    """
+    settings = dict(deacon_settings or {})
+    for symbol, keyword in _PAPER_SYMBOLS.items():
+        if symbol in settings:
+            if keyword in settings:
+                raise TypeError(f"deacon_settings holds both {symbol!r} and {keyword!r}, which name one setting")
+            settings[keyword] = settings.pop(symbol)
+    return settings
 
 
 class DeaconHeadMixing(nn.Module):
@@ -136,9 +166,10 @@ class DeaconHeadMixing(nn.Module):
         d_k (d_v) of each head.
     m : int or None
         Retained components (None: H, or H for nonlinear too, the paper's Non-Linear-h).
-    **pca_settings : dP, xi, inner_steps, gha_lr of the PCA layer
+    **pca_settings : deacon_dp, deacon_xi, deacon_inner_steps, gha_lr of the PCA layer (PCALayer)
     """
 
+    @renamed_keywords(_PAPER_SYMBOLS)
     def __init__(self, kind: str, n_heads: int, head_dim: int, m: int | None = None, **pca_settings):
         super().__init__()
         n_in = pca_input_width(kind, n_heads)

@@ -26,6 +26,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention import MultiHeadAttention
 
 
@@ -34,8 +35,8 @@ def _check_rate(name: str, value) -> None:
         raise ValueError(f"{name} must be in [0, 1), got {value!r}")
 
 
-def _check_sizes_and_flags(dim, dim_feedforward, pre_norm, causal, cross_attention) -> None:
-    for name, value in (("dim", dim), ("dim_feedforward", dim_feedforward)):
+def _check_sizes_and_flags(d_model, dim_feedforward, pre_norm, causal, cross_attention) -> None:
+    for name, value in (("d_model", d_model), ("dim_feedforward", dim_feedforward)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     for name, value in (("pre_norm", pre_norm), ("causal", causal), ("cross_attention", cross_attention)):
@@ -50,10 +51,14 @@ def _checked_attention_options(attention_options) -> dict:
             f"attention_options must be a dict of MultiHeadAttention arguments, got {attention_options!r}"
         )
     options = dict(attention_options or {})
-    taken = {"causal", "alpha", "beta", "map_kernel_size", "dropout", "dim_in", "dim", "n_heads"} & options.keys()
+    # The old names too (renamed_keywords), which MultiHeadAttention still takes.
+    taken = {
+        "causal", "alpha", "beta", "attn_kernel_size", "map_kernel_size", "dropout", "dim_in", "d_model", "dim",
+        "n_heads",
+    } & options.keys()
     if taken:
         raise ValueError(f"attention_options must not hold {sorted(taken)}: they are arguments of TransformerLayer")
-    known = inspect.signature(MultiHeadAttention).parameters
+    known = inspect.signature(MultiHeadAttention).parameters  # the new names (renamed_keywords)
     unknown = sorted(options.keys() - known.keys())
     if unknown:
         raise ValueError(f"attention_options has {unknown}, which are not MultiHeadAttention arguments")
@@ -82,16 +87,16 @@ class TransformerLayer(nn.Module):
 
     Parameters
     ----------
-    dim : int
+    d_model : int
         Width of the tokens (and of the attention).
     n_heads : int
-        Attention heads; must divide dim.
+        Attention heads; must divide d_model.
     dim_feedforward : int
         Hidden width of the FFN.
     pre_norm : bool
         True: normalise the input of each branch (ViT); False: normalise each residual sum (BERT, TST).
     norm_layer : callable
-        dim -> norm module, e.g. nn.LayerNorm or functools.partial(nn.LayerNorm, eps=1e-6). A norm whose
+        d_model -> norm module, e.g. nn.LayerNorm or functools.partial(nn.LayerNorm, eps=1e-6). A norm whose
         forward takes `valid` (tsrep.nn.SequenceNorm's padding-aware BatchNorm) is given the padding mask.
     act_layer : callable
         () -> activation module of the FFN, e.g. nn.GELU or nn.ReLU.
@@ -103,7 +108,7 @@ class TransformerLayer(nn.Module):
         Dropout after the FFN's activation (None: dropout; BERT has none there: 0).
     alpha, beta : float in [0, 1]
         Evolving-attention weights of the self-attention; alpha = beta = 0 is plain attention.
-    map_kernel_size : int
+    attn_kernel_size : int
         Kernel of the map convolutions.
     causal : bool
         Self-attention attends to earlier tokens only (a decoder), with the causal map convolution.
@@ -117,9 +122,10 @@ class TransformerLayer(nn.Module):
         deacon_m, deacon_settings, map_grid, map_conv_mask).
     """
 
+    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
     def __init__(
         self,
-        dim: int,
+        d_model: int,
         n_heads: int,
         dim_feedforward: int,
         pre_norm: bool = False,
@@ -130,14 +136,14 @@ class TransformerLayer(nn.Module):
         ffn_dropout: float | None = None,
         alpha: float = 0.0,
         beta: float = 0.0,
-        map_kernel_size: int = 3,
+        attn_kernel_size: int = 3,
         causal: bool = False,
         cross_attention: bool = False,
         cross_beta: float | None = None,
         attention_options: dict | None = None,
     ):
         super().__init__()
-        _check_sizes_and_flags(dim, dim_feedforward, pre_norm, causal, cross_attention)
+        _check_sizes_and_flags(d_model, dim_feedforward, pre_norm, causal, cross_attention)
         attn_dropout = dropout if attn_dropout is None else attn_dropout
         ffn_dropout = dropout if ffn_dropout is None else ffn_dropout
         for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout), ("ffn_dropout", ffn_dropout)):
@@ -147,24 +153,25 @@ class TransformerLayer(nn.Module):
         # The order of construction (attention, cross-attention, FFN) decides which random draws
         # initialise which weights; it is that of BERT, ViT and TST, so seeded models start alike.
         self.attention = MultiHeadAttention(
-            dim, dim, n_heads, alpha, beta, map_kernel_size, attn_dropout, causal=causal, **options
+            d_model, d_model, n_heads, alpha, beta, attn_kernel_size, attn_dropout, causal=causal, **options
         )
-        self.norm1 = _build("norm_layer", norm_layer, dim)
+        self.norm1 = _build("norm_layer", norm_layer, d_model)
         if cross_attention:
             self.cross_attention = MultiHeadAttention(
-                dim, dim, n_heads, alpha, beta if cross_beta is None else cross_beta, map_kernel_size, attn_dropout,
+                d_model, d_model, n_heads, alpha, beta if cross_beta is None else cross_beta, attn_kernel_size,
+                attn_dropout,
                 map_conv_mask="cross",
             )
-            self.cross_norm = norm_layer(dim)
+            self.cross_norm = norm_layer(d_model)
         else:
             self.cross_attention = self.cross_norm = None
         self.ffn = nn.Sequential(
-            nn.Linear(dim, dim_feedforward),
+            nn.Linear(d_model, dim_feedforward),
             _build("act_layer", act_layer),
             nn.Dropout(ffn_dropout),
-            nn.Linear(dim_feedforward, dim),
+            nn.Linear(dim_feedforward, d_model),
         )
-        self.norm2 = norm_layer(dim)
+        self.norm2 = norm_layer(d_model)
         self.dropout = nn.Dropout(dropout)
         self._norm_takes_valid = "valid" in inspect.signature(self.norm1.forward).parameters
 
@@ -191,14 +198,14 @@ class TransformerLayer(nn.Module):
         prev_cross_logits: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
         """
-        x:                 (B, N, dim) tokens
+        x:                 (B, N, d_model) tokens
         valid:             (B, N) bool, False at padded tokens (None: all valid)
         prev_logits:       (B, K, N, N) self-attention logits carried from the layer before, or None
         need_logits:       return the logits of plain attention too (otherwise None)
-        memory:            (B, S, dim) what cross-attention reads; required exactly when built with it
+        memory:            (B, S, d_model) what cross-attention reads; required exactly when built with it
         memory_valid:      (B, S) bool or None
         prev_cross_logits: (B, K, N, S) cross-attention logits carried from the layer before, or None
-        returns:           x (B, N, dim), self-attention logits (B, K, N, N) or None; with cross-attention
+        returns:           x (B, N, d_model), self-attention logits (B, K, N, N) or None; with cross-attention
                            also its logits (B, K, N, S) or None
         """
         if (memory is None) != (self.cross_attention is None):
