@@ -267,6 +267,13 @@ class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
     downsample : int or None, default=None
         Alternative front end: tokens are the means of windows of `downsample` steps (over valid
         steps). Neither front end works with pretraining (its loss is per step).
+    conv_stem : "auto", int or None, default="auto"
+        Convolutional stem (tsrep.nn.conv_stem): two convolutions (kernels 7 and 5, padding-aware
+        BatchNorm, ReLU) with this many channels run on the series at full resolution, and each patch
+        token is the mean of their features over its window instead of a linear map of its raw steps.
+        "auto": 64 channels whenever the tokens are patches (patch_len_ set), none with per-step
+        tokens (short series, the paper's protocol) (measured in the user guide's training recipe
+        page). None: no stem. Cannot be combined with pretrained_encoder. Used: ``conv_stem_``.
     callbacks : Callback, list of Callback or None, default=None
         Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
         (tsrep.training.callbacks): they follow the supervised training epoch by epoch (logs:
@@ -484,6 +491,13 @@ class EADCTransformerRegressor(_AeonAdapter, _SktimeBaseRegressor):
     downsample : int or None, default=None
         Alternative front end: tokens are the means of windows of `downsample` steps (over valid
         steps). Neither front end works with pretraining (its loss is per step).
+    conv_stem : "auto", int or None, default="auto"
+        Convolutional stem (tsrep.nn.conv_stem): two convolutions (kernels 7 and 5, padding-aware
+        BatchNorm, ReLU) with this many channels run on the series at full resolution, and each patch
+        token is the mean of their features over its window instead of a linear map of its raw steps.
+        "auto": 64 channels whenever the tokens are patches (patch_len_ set), none with per-step
+        tokens (short series, the paper's protocol) (measured in the user guide's training recipe
+        page). None: no stem. Cannot be combined with pretrained_encoder. Used: ``conv_stem_``.
     callbacks : Callback, list of Callback or None, default=None
         Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
         (tsrep.training.callbacks): they follow the supervised training epoch by epoch (logs:

@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from sklearn.utils._param_validation import validate_parameter_constraints
 
 from tsrep.nn.attention_kinds import validate_attention_options
-from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS
+from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, pca_settings
 from tsrep.nn.norm import NORMS
 
 __all__ = ["DCTransformerConfig", "check_constraints", "split_width"]
@@ -155,10 +155,8 @@ class DCTransformerConfig:
         dict); other keys are ignored and absent fields take their defaults. Checkpoints written
         before the DEACON settings were fields hold them as ``deacon_settings`` {dP, xi, inner_steps}."""
         params = dict(params)
-        legacy = params.pop("deacon_settings", None) or {}
-        for old, new in (("dP", "deacon_dp"), ("xi", "deacon_xi"), ("inner_steps", "deacon_inner_steps")):
-            if old in legacy:
-                params.setdefault(new, legacy[old])
+        for name, value in pca_settings(params.pop("deacon_settings", None)).items():
+            params.setdefault(name, value)
         return cls(**{name: params[name] for name in cls.names() if name in params})
 
     def to_dict(self) -> dict:
@@ -171,5 +169,5 @@ class DCTransformerConfig:
 
     @property
     def deacon_settings(self) -> dict:
-        """The PCA layer's settings (tsrep.nn.deacon.PCALayer keyword names)."""
-        return {"dP": self.deacon_dp, "xi": self.deacon_xi, "inner_steps": self.deacon_inner_steps}
+        """The PCA layer's settings, under tsrep.nn.deacon.PCALayer's keyword names."""
+        return {"deacon_dp": self.deacon_dp, "deacon_xi": self.deacon_xi, "deacon_inner_steps": self.deacon_inner_steps}

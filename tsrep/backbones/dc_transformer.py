@@ -21,7 +21,8 @@ from tsrep.backbones.config import DCTransformerConfig, split_width
 from tsrep.nn import CausalDilatedConv1d, SequenceNorm
 from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.checkpointing import checkpointed
-from tsrep.nn.patching import front_end, n_tokens
+from tsrep.nn.conv_stem import ConvStem
+from tsrep.nn.patching import Patching, front_end, n_tokens
 
 __all__ = ["DCTransformerBlock", "DCTransformerConfig", "DCTransformerEncoder", "DCTransformerLayer", "split_width"]
 
@@ -115,6 +116,9 @@ class DCTransformerEncoder(nn.Module):
     layer's inputs (one carried (B, K, N, N) map per layer) and recomputing the rest in backward.
     autocast_dtype: None, or run forward under torch.autocast with this dtype (torch.bfloat16; with
     torch.float16 the attention maps run in fp32, past fp16's range).
+    conv_stem: None, or the channels of a convolutional stem (tsrep.nn.conv_stem) run on the series at
+    full resolution before the front end; patch and downsample tokens are then means of its features
+    over each window, and without a front end every step's features are a token.
 
     forward(x (B, T, C), valid (B, T)) -> Z (B, N, d_model), N = T without a front end
     """
@@ -128,6 +132,7 @@ class DCTransformerEncoder(nn.Module):
         patch_len: int | None = None,
         patch_stride: int | None = None,
         downsample: int | None = None,
+        conv_stem: int | None = None,
         checkpointing: bool = False,
         autocast_dtype: torch.dtype | None = None,
         **hyperparameters,
@@ -149,13 +154,18 @@ class DCTransformerEncoder(nn.Module):
         if not (autocast_dtype is None or floating):
             raise ValueError(f"autocast_dtype must be None or a floating torch.dtype, got {autocast_dtype!r}")
         self.config = config
+        # The stem's features are local shapes already: a token averages them over its window.
+        self.stem = ConvStem(in_channels, conv_stem) if conv_stem is not None else None
         self.patching = front_end(patch_len, patch_stride, downsample)
+        if self.stem is not None and self.patching is not None:
+            self.patching = Patching(self.patching.patch_len, self.patching.stride, "mean")
         self.checkpointing = bool(checkpointing)
         self.autocast_dtype = autocast_dtype
         self.d_model = config.d_model
         self.max_len = max_len
         self.n_positions = n_tokens(max_len, self.patching.stride) if self.patching is not None else max_len
-        in_features = self.patching.out_features(in_channels) if self.patching is not None else in_channels
+        step_features = conv_stem if self.stem is not None else in_channels
+        in_features = self.patching.out_features(step_features) if self.patching is not None else step_features
         self.input_proj = nn.Linear(in_features, config.d_model)
         self.pos_embedding = nn.Parameter(torch.empty(self.n_positions, config.d_model).uniform_(-0.02, 0.02))
         self.dropout = nn.Dropout(config.dropout)
@@ -176,6 +186,8 @@ class DCTransformerEncoder(nn.Module):
             return self._encode(x, valid).float()
 
     def _encode(self, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+        if self.stem is not None:
+            x = self.stem(x, valid)  # (B, T, conv_stem)
         if self.patching is not None:
             x, valid = self.patching(x, valid)  # (B, N, C * P or C), (B, N)
         t = x.shape[1]

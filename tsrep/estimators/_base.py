@@ -20,7 +20,7 @@ from tsrep.estimators._pretraining import (
     start_from_checkpoint,
 )
 from tsrep.nn.interacting import check_interacting_heads
-from tsrep.nn.patching import n_tokens, resolve_front_end
+from tsrep.nn.patching import n_tokens, resolve_conv_stem, resolve_front_end
 
 __all__ = ["EADCTransformerMixin"]
 
@@ -56,6 +56,8 @@ class EADCTransformerMixin(DeepSeriesEstimator):
             self.patch_len, self.patch_stride, self.downsample, self.n_channels_, self.max_len_,
             per_step_only=bool(self.pretrain_epochs),
         )
+        # conv_stem="auto": a stem exactly when the tokens are patches (tsrep.nn.patching.resolve_conv_stem).
+        self.conv_stem_ = resolve_conv_stem(self.conv_stem, self.patch_len_)
 
     def _check_training_data(self, data) -> None:
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
@@ -81,7 +83,8 @@ class EADCTransformerMixin(DeepSeriesEstimator):
         encoder = DCTransformerEncoder(
             self.n_channels_, self.max_len_, DCTransformerConfig.from_params(self.get_params(deep=False)),
             patch_len=self.patch_len_, patch_stride=self.patch_stride_, downsample=self.downsample,
-            **encoder_cost_options(self),
+            # A model saved before the stem existed has no conv_stem_: it was built without one.
+            conv_stem=getattr(self, "conv_stem_", None), **encoder_cost_options(self),
         )
         return SeriesModel(
             compiled_if_asked(self, encoder), n_outputs, self._task, self.pooling, self.dropout, self._augmentation_used()

@@ -15,6 +15,11 @@ MIXED_PRECISIONS = {None: None, "bf16": torch.bfloat16}
 
 def check_front_end_combinations(est) -> None:
     """Raise ValueError naming the token front-end options that cannot go together (or with pretraining)."""
+    if est.conv_stem not in (AUTO, None) and est.pretrained_encoder is not None:
+        raise ValueError(
+            f"conv_stem={est.conv_stem!r} cannot be combined with pretrained_encoder: the checkpoint fixes the "
+            "encoder's input (no stem); leave conv_stem='auto' or None"
+        )
     if est.patch_len == AUTO:
         if est.patch_stride is not None:
             raise ValueError(

@@ -114,6 +114,7 @@ class DeepSeriesEstimator:
         self.max_len_ = int(max(c.shape[1] for c in cases))
         self.n_channels_ = int(cases[0].shape[0])
         self.patch_len_, self.patch_stride_ = None, None
+        self.conv_stem_ = None
 
     def _check_training_data(self, data: SeriesBatchData) -> None:
         """Warn about settings that do not suit the prepared training data (nothing to say here)."""

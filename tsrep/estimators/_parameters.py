@@ -114,6 +114,7 @@ FRONT_END = {
     "patch_len": ("auto", [StrOptions({"auto"}), _positive_int(), None]),
     "patch_stride": (None, [_positive_int(), None]),
     "downsample": (None, [_positive_int(), None]),
+    "conv_stem": ("auto", [StrOptions({"auto"}), _positive_int(), None]),
 }
 
 #: Following, resuming and continuing long fits (tsrep.training.callbacks, tsrep.training.resume).

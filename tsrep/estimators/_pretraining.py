@@ -56,6 +56,7 @@ def start_from_checkpoint(est, n_channels: int) -> None:
     config, encoder, standardizer = load_encoder(est.pretrained_encoder, n_channels)
     check_architecture_agrees(est, config)
     est.encoder_config_ = config
+    est.conv_stem_ = None  # the checkpoint's encoder takes the steps themselves
     est.standardizer_ = standardizer
     est.max_len_ = int(config["max_len"])
     est.n_channels_ = int(config["in_channels"])
