@@ -271,7 +271,10 @@ def test_downsampling_averages_valid_steps_only():
     torch.testing.assert_close(tokens, torch.ones(1, 3, 2))
 
 
-@pytest.mark.parametrize("front_end", [{"patch_len": 6, "patch_stride": 4}, {"patch_len": 5}, {"downsample": 3}])
+@pytest.mark.parametrize("front_end", [
+    {"patch_len": 6, "patch_stride": 4}, {"patch_len": 5}, {"downsample": 3},
+    {"patch_len": 6, "patch_stride": 4, "conv_stem": 8}, {"conv_stem": 8},
+])
 @pytest.mark.parametrize("pooling", ["mean", "flatten"])
 def test_padded_series_give_the_same_output_as_each_series_alone(front_end, pooling):
     torch.manual_seed(0)
@@ -283,6 +286,39 @@ def test_padded_series_give_the_same_output_as_each_series_alone(front_end, pool
         for i in range(len(x)):
             length = int(valid[i].sum())
             torch.testing.assert_close(model(x[i : i + 1, :length], None)[0], batch[i], rtol=1e-5, atol=1e-5)
+
+
+def test_conv_stem_tokens_are_window_means_of_its_features_and_padding_stays_zero():
+    from tsrep.nn.conv_stem import ConvStem
+
+    torch.manual_seed(0)
+    encoder = DCTransformerEncoder(3, 40, d_model=32, n_blocks=1, n_heads=8, p=0.5, patch_len=6, patch_stride=4,
+                                   conv_stem=8).eval()
+    assert isinstance(encoder.stem, ConvStem) and encoder.input_proj.in_features == 8
+    x, valid = padded_batch()
+    with torch.no_grad():
+        features = encoder.stem(x, valid)
+        assert features.shape == (*x.shape[:2], 8) and bool((features[~valid] == 0).all())
+        tokens, _ = encoder.patching(features, valid)
+        window = features[0, 4:10]  # token 1 of the first (full-length) series: steps 4..9
+        torch.testing.assert_close(tokens[0, 1], window.mean(0))
+
+
+def test_conv_stem_auto_is_64_channels_for_a_classifier_with_patch_tokens_only():
+    from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
+
+    rng = np.random.default_rng(0)
+    y = np.array([0, 1] * 6)
+    long_series, short_series = rng.normal(size=(12, 1, 64)), rng.normal(size=(12, 1, 20))
+    quick = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, max_epochs=1, min_steps=0, batch_size=4, random_state=0)
+    clf = EADCTransformerClassifier(**quick).fit(long_series, y)
+    assert clf.patch_len_ == 8 and clf.conv_stem_ == 64 and clf.module_.encoder.stem.channels == 64
+    clf = EADCTransformerClassifier(**quick).fit(short_series, y)
+    assert clf.patch_len_ is None and clf.conv_stem_ is None and clf.module_.encoder.stem is None
+    clf = EADCTransformerClassifier(**quick, conv_stem=None).fit(long_series, y)
+    assert clf.conv_stem_ is None and clf.module_.encoder.input_proj.in_features == 8  # the raw patch: 8 steps
+    reg = EADCTransformerRegressor(**quick).fit(long_series, y.astype(float))
+    assert reg.patch_len_ == 8 and reg.conv_stem_ is None
 
 
 def test_patch_front_end_shrinks_the_attention_maps():

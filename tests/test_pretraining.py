@@ -197,6 +197,13 @@ def test_bad_pretraining_parameters(params, match):
             TSRepEncoder(**params).fit(X)
 
 
+def test_conv_stem_with_a_pretrained_encoder_is_refused_by_name(fitted_encoder, tmp_path):
+    path = fitted_encoder.save(tmp_path / "encoder.safetensors")
+    X = np.random.default_rng(0).normal(size=(8, 6, 16))
+    with pytest.raises(ValueError, match=r"conv_stem=16 cannot be combined with pretrained_encoder"):
+        EADCTransformerClassifier(conv_stem=16, pretrained_encoder=str(path), max_epochs=1).fit(X, np.array([0, 1] * 4))
+
+
 def test_tsrep_encoder_passes_aeon_estimator_checks():
     from aeon.testing.estimator_checking import check_estimator
 

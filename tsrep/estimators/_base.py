@@ -56,8 +56,8 @@ class EADCTransformerMixin(DeepSeriesEstimator):
             self.patch_len, self.patch_stride, self.downsample, self.n_channels_, self.max_len_,
             per_step_only=bool(self.pretrain_epochs),
         )
-        # conv_stem="auto": a stem exactly when the tokens are patches (tsrep.nn.patching.resolve_conv_stem).
-        self.conv_stem_ = resolve_conv_stem(self.conv_stem, self.patch_len_)
+        # conv_stem="auto": a classifier's patch tokens come from a stem (tsrep.nn.patching.resolve_conv_stem).
+        self.conv_stem_ = resolve_conv_stem(self.conv_stem, self.patch_len_, self._task)
 
     def _check_training_data(self, data) -> None:
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
