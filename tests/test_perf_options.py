@@ -304,15 +304,17 @@ def test_conv_stem_tokens_are_window_means_of_its_features_and_padding_stays_zer
         torch.testing.assert_close(tokens[0, 1], window.mean(0))
 
 
-def test_conv_stem_auto_is_64_channels_for_a_classifier_with_patch_tokens_only():
+def test_conv_stem_auto_is_64_channels_for_a_classifier_of_patch_tokens_and_32_cases_or_more():
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 
     rng = np.random.default_rng(0)
-    y = np.array([0, 1] * 6)
-    long_series, short_series = rng.normal(size=(12, 1, 64)), rng.normal(size=(12, 1, 20))
-    quick = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, max_epochs=1, min_steps=0, batch_size=4, random_state=0)
+    y = np.array([0, 1] * 16)
+    long_series, short_series = rng.normal(size=(32, 1, 64)), rng.normal(size=(32, 1, 20))
+    quick = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, max_epochs=1, min_steps=0, batch_size=8, random_state=0)
     clf = EADCTransformerClassifier(**quick).fit(long_series, y)
     assert clf.patch_len_ == 8 and clf.conv_stem_ == 64 and clf.module_.encoder.stem.channels == 64
+    clf = EADCTransformerClassifier(**quick).fit(long_series[:31], y[:31])  # one case fewer: no stem
+    assert clf.patch_len_ == 8 and clf.conv_stem_ is None and clf.module_.encoder.stem is None
     clf = EADCTransformerClassifier(**quick).fit(short_series, y)
     assert clf.patch_len_ is None and clf.conv_stem_ is None and clf.module_.encoder.stem is None
     clf = EADCTransformerClassifier(**quick, conv_stem=None).fit(long_series, y)

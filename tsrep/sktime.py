@@ -271,9 +271,10 @@ class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
         Convolutional stem (tsrep.nn.conv_stem): two convolutions (kernels 7 and 5, padding-aware
         BatchNorm, ReLU) with this many channels run on the series at full resolution, and each patch
         token is the mean of their features over its window instead of a linear map of its raw steps.
-        "auto": 64 channels for a classifier whose tokens are patches (``patch_len_`` set); none with
-        per-step tokens (short series, the paper's protocol) and none for a regressor, which it made
-        worse (measured in the user guide's training recipe page). None: no stem. Cannot be combined with pretrained_encoder. Used: ``conv_stem_``.
+        "auto": 64 channels for a classifier whose tokens are patches (``patch_len_`` set) and whose
+        TRAIN has at least 32 cases; none with per-step tokens (short series, the paper's protocol),
+        for smaller training sets and for a regressor, which it made worse (measured in the user
+        guide's training recipe page). None: no stem. Cannot be combined with pretrained_encoder. Used: ``conv_stem_``.
     callbacks : Callback, list of Callback or None, default=None
         Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
         (tsrep.training.callbacks): they follow the supervised training epoch by epoch (logs:
@@ -495,9 +496,10 @@ class EADCTransformerRegressor(_AeonAdapter, _SktimeBaseRegressor):
         Convolutional stem (tsrep.nn.conv_stem): two convolutions (kernels 7 and 5, padding-aware
         BatchNorm, ReLU) with this many channels run on the series at full resolution, and each patch
         token is the mean of their features over its window instead of a linear map of its raw steps.
-        "auto": 64 channels for a classifier whose tokens are patches (``patch_len_`` set); none with
-        per-step tokens (short series, the paper's protocol) and none for a regressor, which it made
-        worse (measured in the user guide's training recipe page). None: no stem. Cannot be combined with pretrained_encoder. Used: ``conv_stem_``.
+        "auto": 64 channels for a classifier whose tokens are patches (``patch_len_`` set) and whose
+        TRAIN has at least 32 cases; none with per-step tokens (short series, the paper's protocol),
+        for smaller training sets and for a regressor, which it made worse (measured in the user
+        guide's training recipe page). None: no stem. Cannot be combined with pretrained_encoder. Used: ``conv_stem_``.
     callbacks : Callback, list of Callback or None, default=None
         Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
         (tsrep.training.callbacks): they follow the supervised training epoch by epoch (logs:

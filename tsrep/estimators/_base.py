@@ -57,7 +57,7 @@ class EADCTransformerMixin(DeepSeriesEstimator):
             per_step_only=bool(self.pretrain_epochs),
         )
         # conv_stem="auto": a classifier's patch tokens come from a stem (tsrep.nn.patching.resolve_conv_stem).
-        self.conv_stem_ = resolve_conv_stem(self.conv_stem, self.patch_len_, self._task)
+        self.conv_stem_ = resolve_conv_stem(self.conv_stem, self.patch_len_, self._task, len(cases))
 
     def _check_training_data(self, data) -> None:
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads
