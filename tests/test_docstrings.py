@@ -21,9 +21,13 @@ ESTIMATORS = [
     "tsrep.estimators.BackboneRegressor",
     "tsrep.TSRepEncoder",
     "tsrep.tuning.TSRepSearchCV",
-    "tsrep.sktime.EADCTransformerClassifier",
-    "tsrep.sktime.EADCTransformerRegressor",
 ]
+#: sktime adapters take exactly the parameters of the tsrep estimator they wrap (their __init__ is generated
+#: from its signature) and point at its documentation instead of repeating it.
+ADAPTERS = {
+    "tsrep.sktime.EADCTransformerClassifier": "tsrep.EADCTransformerClassifier",
+    "tsrep.sktime.EADCTransformerRegressor": "tsrep.EADCTransformerRegressor",
+}
 
 _NO_DEFAULT = object()
 
@@ -90,6 +94,13 @@ def test_docstring_documents_no_parameter_init_lacks(name):
     cls = _load(name)
     unknown = set(documented_parameters(cls.__doc__ or "")) - set(init_defaults(cls))
     assert not unknown, f"{name}: the docstring documents {sorted(unknown)}, which __init__ does not take"
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_sktime_adapter_takes_the_wrapped_estimators_parameters_and_points_at_their_documentation(name):
+    adapter, wrapped = _load(name), _load(ADAPTERS[name])
+    assert init_defaults(adapter) == init_defaults(wrapped)
+    assert f":class:`{ADAPTERS[name]}`" in adapter.__doc__
 
 
 def test_parser_reads_shared_entries_and_stops_at_the_next_section():
