@@ -171,3 +171,12 @@ def test_masked_batchnorm_statistics_skip_padding():
 def test_bad_hyperparameters_name_the_problem(kw, match):
     with pytest.raises(ValueError, match=match):
         _encoder(**kw)
+
+
+def test_a_deacon_setting_the_config_does_not_hold_is_refused_not_dropped():
+    with pytest.raises(ValueError, match=r"deacon_settings holds 'gha_lr', which is not a DCTransformerConfig field"):
+        DCTransformerEncoder(2, 8, d_model=8, n_heads=2, p=1.0, head_mixing="deacon-direct",
+                             deacon_settings={"gha_lr": 0.5})
+    legacy = DCTransformerEncoder(2, 8, d_model=8, n_heads=2, p=1.0, head_mixing="deacon-direct",
+                                  deacon_settings={"dP": 0.1, "inner_steps": 3})
+    assert (legacy.config.deacon_dp, legacy.config.deacon_inner_steps) == (0.1, 3)

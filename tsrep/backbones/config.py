@@ -156,6 +156,11 @@ class DCTransformerConfig:
         before the DEACON settings were fields hold them as ``deacon_settings`` {dP, xi, inner_steps}."""
         params = dict(params)
         for name, value in pca_settings(params.pop("deacon_settings", None)).items():
+            if name not in ("deacon_dp", "deacon_xi", "deacon_inner_steps"):
+                raise ValueError(
+                    f"deacon_settings holds {name!r}, which is not a DCTransformerConfig field; it takes deacon_dp, "
+                    "deacon_xi and deacon_inner_steps (or dP, xi, inner_steps)"
+                )
             params.setdefault(name, value)
         return cls(**{name: params[name] for name in cls.names() if name in params})
 
