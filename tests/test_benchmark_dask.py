@@ -78,7 +78,7 @@ def test_cluster_run_matches_the_local_run_and_shares_a_postgresql_store(cluster
 
 
 def test_a_worker_killed_mid_cell_loses_no_cell_and_stores_none_twice(cluster, tmp_path):
-    cfg = four_cells(max_epochs=12)  # cells of seconds, so that one is under way when its worker dies
+    cfg = four_cells(max_epochs=40)  # cells of several seconds, so that one is under way when its worker dies
     cells = run_mod.make_cells(cfg)
     with Client(cluster.scheduler_address, set_as_default=False) as client:
         pids = client.run(os.getpid)  # worker address -> process id
