@@ -30,6 +30,7 @@ import numpy as np
 
 from tsrep.estimators import EADCTransformerClassifier as _AeonClassifier
 from tsrep.estimators import EADCTransformerRegressor as _AeonRegressor
+from tsrep.estimators._parameters import stored_parameters_init
 
 __all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor"]
 
@@ -71,20 +72,8 @@ class _AeonAdapter:
         super().__init_subclass__(**kwargs)
         if "_aeon_class" not in cls.__dict__:
             return
-        signature = inspect.signature(cls._aeon_class.__init__)
-
-        def __init__(self, *args, **params):
-            """Store the parameters (documented on the class) untouched; the aeon estimator checks them in fit."""
-            bound = signature.bind(self, *args, **params)
-            bound.apply_defaults()
-            for name, value in bound.arguments.items():
-                if name != "self":
-                    setattr(self, name, value)  # stored untouched, validated by the aeon estimator in fit
-            super(cls, self).__init__()
-
-        __init__.__signature__ = signature
-        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-        cls.__init__ = __init__
+        # Stored untouched; the aeon estimator checks them in fit.
+        cls.__init__ = stored_parameters_init(cls, inspect.signature(cls._aeon_class.__init__))
 
     def _make_estimator(self):
         return self._aeon_class(**self.get_params(deep=False))

@@ -37,6 +37,7 @@ from tsrep.training.schedules import LR_SCHEDULES
 
 __all__ = [
     "InvalidParameterError", "check_declared", "constraints_of", "defaults_of", "keyword_parameters",
+    "stored_parameters_init",
     "ENCODER", "PREPROCESSING", "TRAINING", "PRETRAINING", "COST", "FRONT_END", "LONG_RUNS", "BACKBONE",
 ]
 
@@ -148,14 +149,28 @@ def constraints_of(*tables: dict) -> dict:
     return {name: accepted for table in tables for name, (_, accepted) in table.items()}
 
 
-def keyword_parameters(*tables: dict):
-    """Class decorator: give the class an ``__init__`` taking the tables' parameters (positionally or by
-    keyword, with their defaults) and storing each untouched, and their ``_parameter_constraints``.
+def stored_parameters_init(cls: type, signature: inspect.Signature):
+    """An ``__init__`` for `cls` taking exactly the parameters of `signature` (positionally or by keyword,
+    with their defaults) and storing each untouched (scikit-learn's contract: ``get_params`` reads the
+    signature, ``clone`` rebuilds from it); it then calls the next ``__init__`` in the method resolution
+    order, as a written one would. The explicit signature is what inspect and the documentation show."""
 
-    The generated ``__init__`` has an explicit signature (inspect, scikit-learn's ``get_params`` and
-    the documentation read it) and, after storing the parameters, calls the next ``__init__`` in the
-    method resolution order, as a written one would.
-    """
+    def __init__(self, *args, **params):
+        bound = signature.bind(self, *args, **params)
+        bound.apply_defaults()
+        for name, value in list(bound.arguments.items())[1:]:
+            setattr(self, name, value)
+        super(cls, self).__init__()
+
+    __init__.__signature__ = signature
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    return __init__
+
+
+def keyword_parameters(*tables: dict):
+    """Class decorator: give the class an ``__init__`` taking the tables' parameters with their defaults
+    (:func:`stored_parameters_init`) and their ``_parameter_constraints``."""
     signature = inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
@@ -164,17 +179,7 @@ def keyword_parameters(*tables: dict):
     constraints = constraints_of(*tables)
 
     def decorate(cls):
-        def __init__(self, *args, **params):
-            bound = signature.bind(self, *args, **params)
-            bound.apply_defaults()
-            for name, value in list(bound.arguments.items())[1:]:
-                setattr(self, name, value)
-            super(cls, self).__init__()
-
-        __init__.__signature__ = signature
-        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-        __init__.__module__ = cls.__module__
-        cls.__init__ = __init__
+        cls.__init__ = stored_parameters_init(cls, signature)
         cls._parameter_constraints = constraints
         return abc.update_abstractmethods(cls)  # aeon's bases declare __init__ abstract
 
