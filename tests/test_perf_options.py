@@ -304,6 +304,12 @@ def test_conv_stem_tokens_are_window_means_of_its_features_and_padding_stays_zer
         torch.testing.assert_close(tokens[0, 1], window.mean(0))
 
 
+@pytest.mark.parametrize("conv_stem", [0, -3, 2.5, "64", True])
+def test_a_bad_conv_stem_is_named(conv_stem):
+    with pytest.raises(ValueError, match=r"conv_stem must be None or a positive integer"):
+        DCTransformerEncoder(3, 40, d_model=32, n_heads=8, p=0.5, conv_stem=conv_stem)
+
+
 def test_conv_stem_auto_is_64_channels_for_a_classifier_of_patch_tokens_and_32_cases_or_more():
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 

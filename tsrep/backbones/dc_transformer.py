@@ -13,6 +13,7 @@ degenerate models of the paper's tables are exact and count only parameters that
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -148,6 +149,10 @@ class DCTransformerEncoder(nn.Module):
             config = DCTransformerConfig.from_params(hyperparameters)
         elif hyperparameters:
             raise TypeError(f"pass the hyperparameters in config or by keyword, not both (got {sorted(hyperparameters)})")
+        if conv_stem is not None and (
+            isinstance(conv_stem, bool) or not isinstance(conv_stem, numbers.Integral) or conv_stem < 1
+        ):
+            raise ValueError(f"conv_stem must be None or a positive integer (the stem's channels), got {conv_stem!r}")
         if checkpointing not in (True, False):
             raise ValueError(f"checkpointing must be a bool, got {checkpointing!r}")
         floating = isinstance(autocast_dtype, torch.dtype) and autocast_dtype.is_floating_point
