@@ -35,6 +35,9 @@ def test_auto_augments_small_training_sets_only():
     assert resolve_augmentation("auto", 99, min_length=31) == "scaling+jitter"
     assert resolve_augmentation("auto", 100, min_length=10) is None
     assert resolve_augmentation("jitter", 5000) == "jitter" and resolve_augmentation(None, 10) is None
+    # A model whose tokens come from a convolutional stem is not augmented by "auto"; an explicit choice stands.
+    assert resolve_augmentation("auto", 99, min_length=32, conv_stem=64) is None
+    assert resolve_augmentation("jitter", 99, conv_stem=64) == "jitter"
     assert validate_augmentation("auto") == ()
 
 
@@ -114,8 +117,11 @@ def test_auto_is_resolved_on_the_training_cases_of_the_fit():
     small = EADCTransformerClassifier(**kw).fit(X[:40], y[:40])  # 16-step series: no window slicing
     assert small.augmentation_ == "scaling+jitter" and small.module_.augment is not None
     assert small.module_.augment.names == ("scaling", "jitter")
-    long_enough = np.concatenate([X[:40], X[:40]], axis=2)  # 32 steps
-    assert EADCTransformerClassifier(**kw).fit(long_enough, y[:40]).augmentation_ == DEFAULT_AUGMENTATION
+    long_enough = np.concatenate([X[:40], X[:40]], axis=2)  # 32 steps: patch tokens, and from 32 cases a stem
+    with_stem = EADCTransformerClassifier(**kw).fit(long_enough, y[:40])
+    assert with_stem.conv_stem_ == 64 and with_stem.augmentation_ is None and with_stem.module_.augment is None
+    no_stem = dict(kw, conv_stem=None)
+    assert EADCTransformerClassifier(**no_stem).fit(long_enough, y[:40]).augmentation_ == DEFAULT_AUGMENTATION
     # Unequal lengths: the shortest training series decides.
     mixed = [c[:, :31] if i == 0 else np.concatenate([c, c], axis=1) for i, c in enumerate(X[:40])]
-    assert EADCTransformerClassifier(**kw).fit(mixed, y[:40]).augmentation_ == "scaling+jitter"
+    assert EADCTransformerClassifier(**no_stem).fit(mixed, y[:40]).augmentation_ == "scaling+jitter"

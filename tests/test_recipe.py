@@ -40,6 +40,11 @@ def test_auto_validation_takes_no_split_on_a_small_training_set():
     assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES - 5) == 0.0
     assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES) == pytest.approx(0.2)
     assert resolve_validation_fraction(0.3, 20) == pytest.approx(0.3)
+    # A regressor's score is continuous: it holds out a fifth from 10 validation cases (TRAIN >= 46) on.
+    assert resolve_validation_fraction("auto", 20, "regression") == 0.0
+    assert resolve_validation_fraction("auto", 45, "regression") == 0.0
+    assert resolve_validation_fraction("auto", 46, "regression") == pytest.approx(0.2)
+    assert resolve_validation_fraction(0.0, 500, "regression") == 0.0
     X, y = _toy(20)
     clf = EADCTransformerClassifier(**TINY).fit(X, y)
     assert clf.validation_fraction_ == 0.0

@@ -272,9 +272,11 @@ class DeepSeriesEstimator:
         augmentation_) and split it: (training part, validation part or None)."""
         rng = np.random.default_rng(seed)
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
-        self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data))
+        self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data), self._task)
         self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
-        self.augmentation_ = resolve_augmentation(self.augmentation, len(data), int(data.valid.sum(1).min()))
+        self.augmentation_ = resolve_augmentation(
+            self.augmentation, len(data), int(data.valid.sum(1).min()), getattr(self, "conv_stem_", None)
+        )
         train_idx, val_idx = stratified_split(labels, self.validation_fraction_, rng, stratify_on is not None)
         return data.subset(train_idx), (data.subset(val_idx) if len(val_idx) else None)
 

@@ -262,9 +262,10 @@ class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
         page). 0: exactly max_epochs epochs. The value used is ``min_steps_``.
     validation_fraction : "auto" or float in [0, 1), default="auto"
         Part of the training data held out to select the best epoch and stop early. "auto" holds
-        out 20 % only when that is at least 100 cases (TRAIN >= 496) and otherwise trains the whole
-        budget on all of TRAIN: a small split picks epochs by noise (tsrep.estimators._recipe).
-        0: never. The value used is ``validation_fraction_``.
+        out 20 % when that is at least 10 cases (TRAIN >= 46) and otherwise trains the whole budget
+        on all of TRAIN: the validation error is continuous, so a small split already tells fitting
+        from learning noise (a classifier's accuracy is not: it waits for 100 cases;
+        tsrep.estimators._recipe). 0: never. The value used is ``validation_fraction_``.
     patience : int or None, default=20
         Epochs without validation improvement before stopping (only with a validation split).
     optimizer : str or torch.optim.Optimizer subclass, default="adamw"

@@ -160,8 +160,9 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
         "window_slice" (a random 90 % window stretched back to full length), "scaling" (x N(1, 0.1^2)
         per case and channel), "jitter" (N(0, 0.05^2) noise per step), named joined by "+" or as a
         sequence and applied in that order; never at prediction. "auto": all three when TRAIN has fewer
-        than 100 cases (scaling and jitter alone when a training series is shorter than 32 steps),
-        none otherwise (used: ``augmentation_``). None: train on the series as given (the paper's
+        than 100 cases and the model has no convolutional stem (``conv_stem_``; scaling and jitter
+        alone when a training series is shorter than 32 steps), none otherwise (used:
+        ``augmentation_``). None: train on the series as given (the paper's
         protocol). Small training sets of long series gain most; larger ones underfit within the
         same step budget (measured in the user guide's training recipe page).
     grad_clip : float or None, default=4.0

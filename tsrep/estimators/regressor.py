@@ -144,9 +144,10 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         page). 0: exactly max_epochs epochs. The value used is ``min_steps_``.
     validation_fraction : "auto" or float in [0, 1), default="auto"
         Part of the training data held out to select the best epoch and stop early. "auto" holds
-        out 20 % only when that is at least 100 cases (TRAIN >= 496) and otherwise trains the whole
-        budget on all of TRAIN: a small split picks epochs by noise (tsrep.estimators._recipe).
-        0: never. The value used is ``validation_fraction_``.
+        out 20 % when that is at least 10 cases (TRAIN >= 46) and otherwise trains the whole budget
+        on all of TRAIN: the validation error is continuous, so a small split already tells fitting
+        from learning noise (a classifier's accuracy is not: it waits for 100 cases;
+        tsrep.estimators._recipe). 0: never. The value used is ``validation_fraction_``.
     patience : int or None, default=20
         Epochs without validation improvement before stopping (only with a validation split).
     optimizer : str or torch.optim.Optimizer subclass, default="adamw"
@@ -173,8 +174,9 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         "window_slice" (a random 90 % window stretched back to full length), "scaling" (x N(1, 0.1^2)
         per case and channel), "jitter" (N(0, 0.05^2) noise per step), named joined by "+" or as a
         sequence and applied in that order; never at prediction. "auto": all three when TRAIN has fewer
-        than 100 cases (scaling and jitter alone when a training series is shorter than 32 steps),
-        none otherwise (used: ``augmentation_``). None: train on the series as given (the paper's
+        than 100 cases and the model has no convolutional stem (``conv_stem_``; scaling and jitter
+        alone when a training series is shorter than 32 steps), none otherwise (used:
+        ``augmentation_``). None: train on the series as given (the paper's
         protocol). Small training sets of long series gain most; larger ones underfit within the
         same step budget (measured in the user guide's training recipe page).
     grad_clip : float or None, default=4.0
