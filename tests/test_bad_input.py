@@ -220,6 +220,26 @@ def test_ensemble_members_training_at_once_are_refused_when_together_they_do_not
     assert reached == [2]
 
 
+def test_a_stem_on_very_long_series_is_refused_naming_it(monkeypatch):
+    # 64 patch tokens keep the maps small, but the stem's 64 channels run on all 40 000 steps of a
+    # batch of 64: about 4.3 GiB of features at the peak of a step (STEM_COPIES of them), with 4 GiB free.
+    X_long, y = _data(n_cases=64, n_channels=1, length=40_000)
+    params = {**TINY, "batch_size": 64}
+    need = _memory.training_memory(
+        n_tokens_max=64, batch_size=64, in_features=64, d_model=8, n_blocks=1, n_heads=2, p=0.5, kernel_size=3,
+        dim_feedforward=None, attention="evolving", checkpointing=False, stem_channels=64, n_steps_max=40_000,
+    )
+    assert need["stem"] == 4 * 64 * _memory.STEM_COPIES * 64 * 40_000 and need["stem"] > 0.5 * need["total"]
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 4 * GIB)
+    with pytest.raises(InsufficientMemoryError, match=r"convolutional stem 4\.\d GiB.*conv_stem=None or a narrower"):
+        EADCTransformerClassifier(**params).fit(X_long, y)
+    reached = []  # without the stem the same fit passes the check and goes on to build its network
+    monkeypatch.setattr(EADCTransformerClassifier, "_build_model", lambda self, n: reached.append(n) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        EADCTransformerClassifier(**params, conv_stem=None).fit(X_long, y)
+    assert reached == [2]
+
+
 def test_encoder_on_long_series_is_refused(memory_of_8_gib):
     with pytest.raises(InsufficientMemoryError, match=r"pretraining would need about .*batch_size"):
         TSRepEncoder(**{**TINY_ENCODER, "batch_size": 64}).fit(_data(n_cases=64, n_channels=1, length=6000)[0])

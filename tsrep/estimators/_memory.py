@@ -12,14 +12,18 @@ The estimate counts float32 bytes:
 - weights, gradients and two optimiser moments: 4 copies of every parameter;
 - per layer and case, MAP_COPIES maps of K * N * N values (one carried map and MAP_COPIES of the
   recomputed layer with ``checkpointing``) and ACTIVATION_COPIES vectors of the layer's widths
-  (d_model + dim_feedforward) per token.
+  (d_model + dim_feedforward) per token;
+- with a convolutional stem (tsrep.nn.conv_stem), which runs before the tokens at full resolution,
+  STEM_COPIES feature maps of its width per step and case.
 
 The copy counts come from the peak resident memory of one training epoch on a CPU (batches of 8
 series of 512 steps, d_model 16, 2 heads): 64 MiB more per layer with 16 MiB maps (4 maps per
 layer) for evolving attention from 2 to 8 layers, about 4.3 for vanilla attention, plus a few maps
 of workspace that the estimate leaves out; width-bound models (d_model 512, 64 steps) measured
-326 MiB against an estimate of 317 MiB. The estimate leans low: it refuses what cannot fit, never
-a run that might.
+326 MiB against an estimate of 317 MiB. The stem's forward and backward peaked at 7.1-7.2 times
+its feature map (batch x width x steps floats) without padding and 10.4 times with a padding mask
+(batches of 8, 50 000 and 100 000 steps, 64 channels). The estimate leans low: it refuses what
+cannot fit, never a run that might.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ MAP_COPIES = 4
 ACTIVATION_COPIES = 3
 #: Copies of every parameter during training: weights, gradients, two optimiser moments.
 PARAMETER_COPIES = 4
+#: (B, width, T) feature maps of a convolutional stem alive at the peak of a training step.
+STEM_COPIES = 7
 FLOAT_BYTES = 4
 
 
@@ -85,8 +91,11 @@ def n_maps(attention: str, n_heads: int) -> int:
 def training_memory(
     *, n_tokens_max: int, batch_size: int, in_features: int, d_model: int, n_blocks: int, n_heads: int, p: float,
     kernel_size: int, dim_feedforward: int | None, attention: str, checkpointing: bool,
+    stem_channels: int = 0, n_steps_max: int = 0,
 ) -> dict:
-    """Estimated bytes of one training step: {"total", "maps", "activations", "parameters"}."""
+    """Estimated bytes of one training step: {"total", "maps", "activations", "stem", "parameters"}.
+
+    stem_channels: width of a convolutional stem (0: none), run on series of n_steps_max steps."""
     d_model, n_blocks, n_heads = int(d_model), int(n_blocks), int(n_heads)
     n_layers = 2 * n_blocks
     d_attn, d_conv = split_width(d_model, p)
@@ -97,8 +106,9 @@ def training_memory(
     kept_maps = (n_layers + MAP_COPIES) if checkpointing else n_layers * MAP_COPIES
     maps = FLOAT_BYTES * batch_size * kept_maps * map_values
     activations = FLOAT_BYTES * batch_size * n_layers * ACTIVATION_COPIES * n_tokens_max * (d_model + d_ff)
-    return {"total": parameters + maps + activations, "maps": maps, "activations": activations,
-            "parameters": parameters}
+    stem = FLOAT_BYTES * batch_size * STEM_COPIES * int(stem_channels) * int(n_steps_max)
+    return {"total": parameters + maps + activations + stem, "maps": maps, "activations": activations,
+            "stem": stem, "parameters": parameters}
 
 
 def _gib(n_bytes: float) -> str:
@@ -110,10 +120,12 @@ def check_training_memory(
     n_blocks: int, n_heads: int, p: float, kernel_size: int, dim_feedforward: int | None, attention: str,
     checkpointing: bool, device: torch.device, what: str = "training",
     options: tuple[str, ...] = ("patch_len", "checkpointing", "batch_size"), concurrent: int = 1,
+    stem_channels: int = 0,
 ) -> None:
     """Raise InsufficientMemoryError when the estimate exceeds the memory `device` has free.
 
     stride: steps per token of a patch/downsample front end (None: one token per step).
+    stem_channels: width of the convolutional stem (0: none).
     options: the parameters of the caller that lower the maps' memory, named in the message.
     concurrent: fits of this size running at once on the device (ensemble members under n_jobs).
     """
@@ -125,11 +137,15 @@ def check_training_memory(
     need = training_memory(
         n_tokens_max=tokens, batch_size=batch, in_features=in_features, d_model=d_model, n_blocks=n_blocks,
         n_heads=n_heads, p=p, kernel_size=kernel_size, dim_feedforward=dim_feedforward, attention=attention,
-        checkpointing=checkpointing,
+        checkpointing=checkpointing, stem_channels=stem_channels, n_steps_max=int(max_len),
     )
     if need["total"] * concurrent <= free:
         return
     helps = []
+    if need["stem"] >= max(need["maps"], need["activations"], need["parameters"]):
+        helps.append(f"conv_stem=None or a narrower conv_stem (now {stem_channels}: it runs on all {max_len} steps)")
+        if batch > 2 and "batch_size" in options:
+            helps.append(f"a smaller batch_size (now {batch_size})")
     if concurrent > 1:
         helps.append(f"a smaller n_jobs ({concurrent} ensemble members train at once, each needing the estimate)")
     if need["maps"] >= need["parameters"]:
@@ -137,14 +153,16 @@ def check_training_memory(
             helps.append("patch_len (tokens of several steps: the maps shrink with the square of the stride)")
         if not checkpointing and "checkpointing" in options:
             helps.append("checkpointing=True (one map per layer kept instead of about four)")
-        if batch > 2 and "batch_size" in options:
+        if batch > 2 and "batch_size" in options and not any("batch_size" in h for h in helps):
             helps.append(f"a smaller batch_size (now {batch_size}; the maps grow linearly with it)")
     if need["parameters"] + need["activations"] > need["maps"] or not helps:
         helps.append(f"a smaller d_model (now {d_model}) or n_blocks (now {n_blocks})")
     at_once = f"{concurrent} members at once x " if concurrent > 1 else ""
     raise InsufficientMemoryError(
         f"{what} would need about {at_once}{_gib(need['total'])} of memory (attention maps {_gib(need['maps'])}, "
-        f"activations {_gib(need['activations'])}, weights and optimiser state {_gib(need['parameters'])}: "
+        f"activations {_gib(need['activations'])}, "
+        + (f"convolutional stem {_gib(need['stem'])}, " if need["stem"] else "")
+        + f"weights and optimiser state {_gib(need['parameters'])}: "
         f"{tokens} tokens per series, batches of {batch}, {2 * int(n_blocks)} layers, d_model={d_model}), "
         f"but {device} has {_gib(free)} free. Options that help: " + "; ".join(helps)
     )
@@ -168,9 +186,10 @@ def check_estimator_memory(est, n_cases: int, concurrent: int = 1) -> None:
             "d_model", "n_blocks", "n_heads", "p", "kernel_size", "dim_feedforward", "attention")}
         patch_len = getattr(est, "patch_len_", None)
         stride = getattr(est, "patch_stride_", None) or patch_len or est.downsample
-        in_features = est.n_channels_ * (patch_len or 1)
+        stem = getattr(est, "conv_stem_", None) or 0  # its tokens are window means of the stem's features
+        in_features = stem or est.n_channels_ * (patch_len or 1)
     check_training_memory(
         max_len=est.max_len_, stride=stride, n_cases=n_cases, batch_size=est.batch_size, in_features=in_features,
         checkpointing=bool(est.checkpointing), device=resolve_device(est.device), options=options,
-        concurrent=concurrent, **arch,
+        concurrent=concurrent, stem_channels=0 if config is not None else stem, **arch,
     )
