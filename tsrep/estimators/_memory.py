@@ -142,19 +142,19 @@ def check_training_memory(
     if need["total"] * concurrent <= free:
         return
     helps = []
-    if need["stem"] >= max(need["maps"], need["activations"], need["parameters"]):
+    stem_bound = need["stem"] >= max(need["maps"], need["activations"], need["parameters"])
+    maps_bound = need["maps"] >= need["parameters"]
+    if stem_bound:
         helps.append(f"conv_stem=None or a narrower conv_stem (now {stem_channels}: it runs on all {max_len} steps)")
-        if batch > 2 and "batch_size" in options:
-            helps.append(f"a smaller batch_size (now {batch_size})")
     if concurrent > 1:
         helps.append(f"a smaller n_jobs ({concurrent} ensemble members train at once, each needing the estimate)")
-    if need["maps"] >= need["parameters"]:
+    if maps_bound:
         if not stride and "patch_len" in options:
             helps.append("patch_len (tokens of several steps: the maps shrink with the square of the stride)")
         if not checkpointing and "checkpointing" in options:
             helps.append("checkpointing=True (one map per layer kept instead of about four)")
-        if batch > 2 and "batch_size" in options and not any("batch_size" in h for h in helps):
-            helps.append(f"a smaller batch_size (now {batch_size}; the maps grow linearly with it)")
+    if (maps_bound or stem_bound) and batch > 2 and "batch_size" in options:
+        helps.append(f"a smaller batch_size (now {batch_size}; the maps grow linearly with it)")
     if need["parameters"] + need["activations"] > need["maps"] or not helps:
         helps.append(f"a smaller d_model (now {d_model}) or n_blocks (now {n_blocks})")
     at_once = f"{concurrent} members at once x " if concurrent > 1 else ""
@@ -180,7 +180,7 @@ def check_estimator_memory(est, n_cases: int, concurrent: int = 1) -> None:
         arch = {k: config.get(k, default) for k, default in (
             ("d_model", 64), ("n_blocks", 3), ("n_heads", 8), ("p", 0.25), ("kernel_size", 3),
             ("dim_feedforward", None), ("attention", "evolving"))}
-        stride, in_features = None, int(config["in_channels"])
+        stride, in_features, stem = None, int(config["in_channels"]), 0
     else:
         arch = {k: getattr(est, k) for k in (
             "d_model", "n_blocks", "n_heads", "p", "kernel_size", "dim_feedforward", "attention")}
@@ -191,5 +191,5 @@ def check_estimator_memory(est, n_cases: int, concurrent: int = 1) -> None:
     check_training_memory(
         max_len=est.max_len_, stride=stride, n_cases=n_cases, batch_size=est.batch_size, in_features=in_features,
         checkpointing=bool(est.checkpointing), device=resolve_device(est.device), options=options,
-        concurrent=concurrent, stem_channels=0 if config is not None else stem, **arch,
+        concurrent=concurrent, stem_channels=stem, **arch,
     )
