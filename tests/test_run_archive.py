@@ -175,6 +175,16 @@ def test_tiny_benchmark_stores_resumes_and_writes_tables(tmp_path, monkeypatch):
     df = store.frame([c.key for c in cells])
     assert (df["status"] == "ok").all() and len(df) == 4
     assert set(df["metric"]) == {"accuracy", "rmse"} and (df["n_params"] > 0).all()
+    # Each cell's test outputs are stored beside it: probabilities (rows summing to 1) or predictions.
+    outputs = store.outputs([c.key for c in cells])
+    assert set(outputs) == {c.key for c in cells}
+    for cell in cells:
+        stored = outputs[cell.key]
+        if cell.task == "classification":
+            assert stored["outputs"].shape == (len(stored["targets"]), len(stored["classes"]))
+            np.testing.assert_allclose(stored["outputs"].sum(axis=1), 1.0, atol=1e-5)
+        else:
+            assert stored["classes"] is None and stored["outputs"].shape == (len(stored["targets"]),)
     resumed.clear()
     run_benchmark(cfg, tmp_path, threads=1, progress=False)
     assert resumed == []  # everything done: nothing runs
@@ -220,3 +230,62 @@ def test_parallel_jobs_store_every_cell(tmp_path):
     store, cells = run_benchmark(cfg, tmp_path, jobs=2, threads=1, progress=False)
     df = store.frame([c.key for c in cells])
     assert len(df) == 4 and (df["status"] == "ok").all()
+
+
+# ----------------------------------------------------------------------------- seed ensembles
+
+
+def _stored_cell(key, dataset, task, seed, targets, outputs, classes=None):
+    return {"key": key, "config": "hand", "dataset": dataset, "model": "resnet", "seed": seed, "task": task,
+            "metric": "accuracy" if task == "classification" else "rmse", "status": "ok", "n_params": 10,
+            "seconds": 2.0, "score": 0.0, "targets": targets, "classes": classes, "outputs": np.asarray(outputs)}
+
+
+def test_seed_ensembles_average_the_stored_outputs_of_the_seeds(tmp_path):
+    from tsrep.benchmarks.report import seed_ensembles
+
+    store = run_mod.ResultStore(tmp_path / "results.sqlite")
+    targets = ["a", "b", "a"]
+    # Seed 0 predicts a, a, b (1/3 right), seed 1 b, b, a (2/3); their mean probabilities a, b, a (3/3).
+    store.write(_stored_cell("c0", "D", "classification", 0, targets, [[.9, .1], [.6, .4], [.4, .6]], ["a", "b"]))
+    store.write(_stored_cell("c1", "D", "classification", 1, targets, [[.4, .6], [.1, .9], [.9, .1]], ["a", "b"]))
+    # Regression: each seed is off by 1 everywhere, in opposite directions; their mean is exact.
+    store.write(_stored_cell("r0", "R", "regression", 0, [2.0, 4.0], [1.0, 3.0]))
+    store.write(_stored_cell("r1", "R", "regression", 1, [2.0, 4.0], [3.0, 5.0]))
+    # A lone seed is no ensemble.
+    store.write(_stored_cell("s0", "S", "regression", 0, [1.0], [1.0]))
+    df = store.frame()
+    ens = seed_ensembles(df, store.outputs()).set_index("dataset")
+    assert set(ens.index) == {"D", "R"}
+    assert ens.at["D", "score"] == 1.0 and ens.at["R", "score"] == 0.0
+    assert ens.at["D", "n_seeds"] == 2 and ens.at["D", "n_params"] == 20 and ens.at["D", "seconds"] == 4.0
+    report = write_report(df, ["resnet"], ["D", "R", "S"], tmp_path / "report", plots=False, outputs=store.outputs())
+    assert "### Seed ensembles (classification)" in report["markdown"]
+    assert (tmp_path / "report" / "regression_seed_ensembles.csv").is_file()
+    assert "outputs" not in pd.read_csv(tmp_path / "report" / "cells.csv").columns  # no whole test sets there
+    # Seeds scored on different test targets (another data version) are not averaged.
+    store.write(_stored_cell("r1", "R", "regression", 1, [2.0, 5.0], [3.0, 5.0]))
+    assert "R" not in set(seed_ensembles(store.frame(), store.outputs())["dataset"])
+    # A rerun of a cell that stores no outputs leaves none of the earlier run's behind.
+    store.write({**_stored_cell("c1", "D", "classification", 1, targets, [[1, 0]] * 3, ["a", "b"]), "outputs": None})
+    assert "c1" not in store.outputs() and "c1" in set(store.frame()["key"])
+
+
+def test_a_store_written_before_outputs_were_kept_opens_and_keeps_its_cells(tmp_path):
+    import sqlalchemy as sa
+
+    from tsrep.benchmarks.store import COLUMNS
+
+    path = tmp_path / "results.sqlite"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    old = sa.Table("cells", sa.MetaData(), *(sa.Column(n, k, primary_key=n == "key") for n, k in COLUMNS))
+    old.metadata.create_all(engine)
+    with engine.begin() as db:
+        db.execute(sa.insert(old).values(key="k", dataset="GunPoint", model="resnet", seed=0, task="classification",
+                                         status="ok", score=0.9))
+    engine.dispose()
+    store = run_mod.ResultStore(path)
+    assert store.done_keys() == {"k"} and store.outputs() == {}
+    report = write_report(store.frame(), ["resnet"], ["GunPoint"], tmp_path / "report", plots=False,
+                          outputs=store.outputs())
+    assert "| GunPoint |" in report["markdown"] and "Seed ensembles" not in report["markdown"]

@@ -11,7 +11,8 @@ one of the configs that ship with tsrep (quick, shipped-paper-budget, paper, ucr
 
 Finished cells are stored in OUT/results.sqlite as they finish; running the same command again
 after an interruption runs only the missing cells. Outputs in OUT (default results/archive/<name>):
-tables.md, classification.md/.csv, regression.md/.csv, cells.csv, cd_<task>.png, bar_<task>.png.
+tables.md, classification.md/.csv, regression.md/.csv, cells.csv, cd_<task>.png, bar_<task>.png, and
+with several seeds <task>_seed_ensembles.md/.csv (each model's seeds averaged into one ensemble).
 
 On a Dask cluster (pip install 'tsrep[dask]'; `dask scheduler` on one machine, `dask worker
 tcp://HOST:8786` on the others, each with tsrep installed):
@@ -140,10 +141,11 @@ def main(argv=None) -> int:
     print(f"{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds = "
           f"{len(cells)} cells; results in {out}", flush=True)
     start = time.perf_counter()
-    df, failed = _run_and_read_results(args, cfg, out, cells)
-    if df is None:
+    results, failed = _run_and_read_results(args, cfg, out, cells)
+    if results is None:
         return failed
-    files = _write_report(args, cfg, out, df)
+    df, outputs = results
+    files = _write_report(args, cfg, out, df, outputs)
     ok = int((df["status"] == "ok").sum()) if len(df) else 0
     print(f"{ok}/{len(cells)} cells done; wall time {time.perf_counter() - start:.0f} s; files:")
     for f in files:
@@ -180,8 +182,9 @@ def _print_listing(cfg, cells: list, out: Path) -> None:
 
 
 def _run_and_read_results(args, cfg, out: Path, cells: list):
-    """Run the cells missing from the store (none with --report-only); returns (the cells' stored rows as a
-    DataFrame, None), or (None, exit status) when the store or the scheduler fails or the run is interrupted."""
+    """Run the cells missing from the store (none with --report-only); returns ((the cells' stored rows as a
+    DataFrame, their stored test outputs), None), or (None, exit status) when the store or the scheduler
+    fails or the run is interrupted."""
     from tsrep.benchmarks.run import SchedulerError, run_benchmark
     from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, StoreError
 
@@ -192,7 +195,8 @@ def _run_and_read_results(args, cfg, out: Path, cells: list):
             store, cells = run_benchmark(cfg, out, jobs=args.jobs or 1, device=args.device, threads=args.threads,
                                          progress=not args.quiet, store=store,
                                          scheduler_timeout=args.scheduler_timeout)
-        return store.frame(keys=[c.key for c in cells]), None
+        keys = [c.key for c in cells]
+        return (store.frame(keys=keys), store.outputs(keys=keys)), None
     except (StoreError, SchedulerError) as err:
         return None, _error(err)
     except KeyboardInterrupt:
@@ -202,14 +206,15 @@ def _run_and_read_results(args, cfg, out: Path, cells: list):
         return None, 130
 
 
-def _write_report(args, cfg, out: Path, df) -> list:
+def _write_report(args, cfg, out: Path, df, outputs: dict) -> list:
     """Write the tables (and pictures) of the stored rows to `out`, print the markdown; returns the files."""
     from tsrep.benchmarks.report import reference_scores, write_report
 
     references = reference_scores(cfg.datasets, cfg.offline, cfg.cache_dir)
     report = write_report(df, cfg.models, cfg.datasets, out, title=f"{cfg.name} ({len(cfg.seeds)} seed(s))",
                           plots=not args.no_plots, references=references, published=cfg.published,
-                          published_split=cfg.published_split, published_in_ranks=cfg.published_in_ranks)
+                          published_split=cfg.published_split, published_in_ranks=cfg.published_in_ranks,
+                          outputs=outputs)
     print(report["markdown"])
     return report["files"]
 

@@ -15,6 +15,10 @@ for that dataset and model. Under it:
 A last, unranked column gives the score of a constant prediction fitted on TRAIN (majority class,
 or the mean training target): a model that does not beat it has learnt nothing.
 
+With several seeds, a second table per task scores seed ensembles: each model's seeds averaged (class
+probabilities, or regression predictions) from the test outputs the store keeps, as ``n_estimators``
+members would be, at no extra fit (seed_ensembles).
+
 Published columns (``published=[...]``, tsrep.benchmarks.published): test scores other studies
 published for methods not run here, headed ``<method>†`` and followed by a footnote citing the study
 and the split; "n/a" where the study has no figure for a problem. They are left out of the summary
@@ -110,6 +114,43 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def seed_ensembles(df: pd.DataFrame, outputs: dict) -> pd.DataFrame:
+    """Seed ensembles from the stored test outputs (tsrep.benchmarks.store), without another fit.
+
+    Per (task, dataset, model) with at least two finished seeds whose outputs are stored: the mean of the
+    seeds' class probabilities (classification: the class of the largest mean wins; a model whose
+    probabilities are 0 or 1 votes) or of their predictions (regression), scored like a cell. This is
+    what ``n_estimators`` = the number of seeds gives, with the seeds' models as its members. Rows as
+    aggregate()'s; n_seeds is the number of members, n_params and seconds are the members' sums (the
+    ensemble's size and cost). Seeds that disagree on the test targets or the classes are not averaged.
+    """
+    from tsrep.benchmarks.run import score
+
+    columns = ["task", "dataset", "model", "score", "std", "n_seeds", "n_params", "seconds"]
+    if not outputs or not len(df):
+        return pd.DataFrame(columns=columns)
+    ok = df[(df["status"] == "ok") & df["key"].isin(set(outputs))]
+    rows = []
+    for (task, dataset, model), group in ok.groupby(["task", "dataset", "model"], sort=False):
+        members = [outputs[key] for key in group["key"]]
+        labels = [(_as_list(m["targets"]), _as_list(m["classes"])) for m in members]
+        if len(members) < 2 or any(pair != labels[0] for pair in labels):
+            continue
+        targets, classes = labels[0]
+        mean = np.mean([np.asarray(m["outputs"], dtype=float) for m in members], axis=0)
+        predicted = np.asarray(classes, dtype=object)[mean.argmax(axis=1)] if task == "classification" else mean
+        rows.append({"task": task, "dataset": dataset, "model": model, "score": score(task, targets, predicted),
+                     "std": np.nan, "n_seeds": len(members),
+                     "n_params": pd.to_numeric(group["n_params"], errors="coerce").sum(min_count=1),
+                     "seconds": pd.to_numeric(group["seconds"], errors="coerce").sum(min_count=1)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _as_list(values) -> list | None:
+    """Stored labels (JSON lists) and those of a row fresh from run_cell (arrays) compare alike."""
+    return None if values is None else np.asarray(values).tolist()
+
+
 def format_params(n: float | None) -> str:
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "?"
@@ -147,6 +188,10 @@ def reference_scores(datasets, offline=None, cache_dir=None) -> dict[str, float]
 
 
 REFERENCE_LABEL = {"classification": "Majority class", "regression": "Train mean"}
+#: What run_cell adds to a row for the seed ensembles; kept out of cells.csv (whole test sets).
+OUTPUT_KEYS = ("outputs", "classes", "targets")
+ENSEMBLE_NOTE = ("each model's seeds averaged (class probabilities, or predictions) into one ensemble, from the "
+                 "stored test outputs; #params and seconds are the members' sums")
 SECONDS_ROW = "Avg fit+predict s"
 
 
@@ -321,19 +366,22 @@ def plot_bars(table: dict, task: str, models: list[str], path: Path) -> Path | N
 
 def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_dir, title: str = "",
                  plots: bool = True, paper: bool = True, references: dict | None = None, published=None,
-                 published_split: str = "fold0", published_in_ranks: bool = False) -> dict:
+                 published_split: str = "fold0", published_in_ranks: bool = False,
+                 outputs: dict | None = None) -> dict:
     """Write tables (Markdown + CSV), the cells' CSV and the pictures; returns {"markdown": str, "files": [...]}.
 
     references: {dataset: score of a constant prediction} (reference_scores), shown beside the models.
     published: methods whose published scores are shown beside the models (tsrep.benchmarks.published;
     each where its task's study has it), from split "fold0" or "mean"; counted in the summary rows and
     the critical-difference diagram only with published_in_ranks=True.
+    outputs: the cells' stored test outputs (ResultStore.outputs); with several seeds, a second table per
+    task gives the seed ensembles (seed_ensembles), written to <task>_seed_ensembles.md/.csv.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
     cells_csv = out_dir / "cells.csv"
-    df.drop(columns=["spec"], errors="ignore").to_csv(cells_csv, index=False)
+    df.drop(columns=["spec", *OUTPUT_KEYS], errors="ignore").to_csv(cells_csv, index=False)
     files.append(cells_csv)
     agg = aggregate(df)
     parts = [f"# {title}".rstrip()] if title else []
@@ -347,6 +395,14 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
         table_csv(table, task, models, references).to_csv(out_dir / f"{task}.csv", index=False)
         (out_dir / f"{task}.md").write_text(md + "\n")
         files += [out_dir / f"{task}.csv", out_dir / f"{task}.md"]
+        ensembles = seed_ensembles(df, outputs or {})
+        if len(ensembles[ensembles["task"] == task]):
+            ens_table = task_table(ensembles, task, models, datasets, published, published_split, published_in_ranks)
+            ens_md = render_markdown(ens_table, task, models, paper=False, references=references)
+            parts.append(f"### Seed ensembles ({task}): {ENSEMBLE_NOTE}\n\n" + ens_md)
+            table_csv(ens_table, task, models, references).to_csv(out_dir / f"{task}_seed_ensembles.csv", index=False)
+            (out_dir / f"{task}_seed_ensembles.md").write_text(ens_md + "\n")
+            files += [out_dir / f"{task}_seed_ensembles.csv", out_dir / f"{task}_seed_ensembles.md"]
         if plots:
             try:
                 import matplotlib  # noqa: F401

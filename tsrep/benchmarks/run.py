@@ -10,7 +10,9 @@ Protocol of one cell (dataset, model, seed):
    validation part (accuracy, or RMSE for regression); the best point wins (ties: the first in
    grid order). TEST is never looked at;
 3. refit the chosen point on all of TRAIN (``refit: true``; else keep the model fitted on the
-   fitting part) and score TEST: accuracy, or RMSE in the targets' units.
+   fitting part) and score TEST: accuracy, or RMSE in the targets' units. The test outputs (class
+   probabilities, or the predictions of a regressor) are stored beside the score, so that the report
+   can average the seeds of a (dataset, model) into a seed ensemble without another fit.
 
 Every fit also carves its own early-stopping split from what it is given (the estimators'
 ``validation_fraction``), as the estimators always do.
@@ -108,6 +110,18 @@ def score(task: str, y_true, y_pred) -> float:
     return float(np.sqrt(np.mean(diff**2)))
 
 
+def test_outputs(task: str, estimator, X_test, y_test, predicted) -> dict:
+    """What a seed ensemble of this cell needs (tsrep.benchmarks.report): the class probabilities of TEST
+    (with the classes that order their columns) or the regression predictions, and the test targets."""
+    outputs = {"targets": np.asarray(y_test), "classes": None, "outputs": None}
+    if task == "regression":
+        outputs["outputs"] = np.asarray(predicted, dtype=float)
+    elif hasattr(estimator, "predict_proba") and hasattr(estimator, "classes_"):
+        outputs["outputs"] = np.asarray(estimator.predict_proba(X_test), dtype=np.float32)
+        outputs["classes"] = np.asarray(estimator.classes_)
+    return outputs
+
+
 def _better(task: str, a: float, b: float | None) -> bool:
     if b is None:
         return True
@@ -152,8 +166,10 @@ def run_cell(cell: Cell) -> dict:
                     chosen, val_score, estimator = point, s, candidate
         if estimator is None or cell.refit:
             estimator = build(chosen).fit(X_train, y_train)
+        predicted = estimator.predict(X_test)
+        row.update(test_outputs(cell.task, estimator, X_test, y_test, predicted))
         row.update(
-            score=score(cell.task, y_test, estimator.predict(X_test)),
+            score=score(cell.task, y_test, predicted),
             # None where a model has no count of its own (an aeon estimator without a linear model)
             n_params=None if estimator.n_parameters_ is None else int(estimator.n_parameters_),
             params={**cell.params, **chosen},
@@ -165,6 +181,7 @@ def run_cell(cell: Cell) -> dict:
         )
     except Exception as err:  # one failing cell must not stop the others; it is stored and retried next run
         row.update(status="error", error=f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}")
+        row.update(outputs=None)  # a failed cell leaves nothing to average
     row["seconds"] = time.perf_counter() - start
     return row
 

@@ -11,16 +11,24 @@ protocol, data source); its key is a hash of all of that, so a changed config ne
 computed under another one, and an unchanged config skips every cell already stored with status "ok".
 The key is the table's primary key: a cell is stored once, however often it runs. Cells that failed
 are stored with status "error" and the message, and are run again next time.
+
+Beside each finished cell, a second table keeps its test outputs (class probabilities of a classifier,
+predictions of a regressor) and the test targets, written in the same transaction as the cell: the
+report averages the seeds' outputs into seed ensembles without fitting anything again
+(tsrep.benchmarks.report). A store written before this table existed gets it on opening; its cells
+simply have no outputs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -53,6 +61,15 @@ COLUMNS = (
     ("finished_at", sa.Text),
 )
 NAMES = tuple(name for name, _ in COLUMNS)
+
+#: A cell's test outputs: (n_test, n_classes) probabilities or (n_test,) predictions as an ``np.save``
+#: blob, the classes they are ordered by (JSON, None for regression) and the test targets (JSON).
+OUTPUT_COLUMNS = (
+    ("key", sa.Text),
+    ("classes", sa.Text),
+    ("targets", sa.Text),
+    ("outputs", sa.LargeBinary),
+)
 
 # Insert-or-update in one statement where the dialect has it (else delete and insert in one transaction).
 _UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
@@ -88,8 +105,11 @@ class ResultStore:
         self.where = str(self.path) if self.path is not None else mask_url(self.url)
         if self.path is not None:
             self._prepare_directory(self.path)
-        self._table = sa.Table("cells", sa.MetaData(), *(
+        metadata = sa.MetaData()
+        self._table = sa.Table("cells", metadata, *(
             sa.Column(name, kind, primary_key=name == "key") for name, kind in COLUMNS))
+        self._outputs = sa.Table("outputs", metadata, *(
+            sa.Column(name, kind, primary_key=name == "key") for name, kind in OUTPUT_COLUMNS))
         with self._guard("open"):
             self._engine = self._make_engine()
             self._table.metadata.create_all(self._engine, checkfirst=True)
@@ -150,20 +170,42 @@ class ResultStore:
             return {row[0] for row in rows}
 
     def write(self, row: dict) -> None:
+        """Store a finished cell's row; its "outputs" (with "classes" and "targets"), when present, go to
+        the outputs table in the same transaction."""
+        outputs = _output_row(row)
         row = {c: row.get(c) for c in NAMES}
         row["finished_at"] = row["finished_at"] or time.strftime("%Y-%m-%d %H:%M:%S")
         for c in ("params", "spec"):
             if row[c] is not None and not isinstance(row[c], str):
                 row[c] = json.dumps(row[c], sort_keys=True, default=str)
         with self._guard("write"), self._engine.begin() as db:  # one transaction, committed on exit
-            upsert = _UPSERTS.get(self._engine.dialect.name)
-            if upsert is not None:
-                insert = upsert(self._table).values(**row)
-                db.execute(insert.on_conflict_do_update(
-                    index_elements=["key"], set_={c: insert.excluded[c] for c in NAMES if c != "key"}))
-            else:
-                db.execute(sa.delete(self._table).where(self._table.c.key == row["key"]))
-                db.execute(sa.insert(self._table).values(**row))
+            self._upsert(db, self._table, row)
+            if outputs is not None:
+                self._upsert(db, self._outputs, outputs)
+            else:  # a rerun without outputs must not leave an earlier run's beside the new row
+                db.execute(sa.delete(self._outputs).where(self._outputs.c.key == row["key"]))
+
+    def _upsert(self, db, table: sa.Table, row: dict) -> None:
+        upsert = _UPSERTS.get(self._engine.dialect.name)
+        if upsert is not None:
+            insert = upsert(table).values(**row)
+            db.execute(insert.on_conflict_do_update(
+                index_elements=["key"], set_={c: insert.excluded[c] for c in row if c != "key"}))
+        else:
+            db.execute(sa.delete(table).where(table.c.key == row["key"]))
+            db.execute(sa.insert(table).values(**row))
+
+    def outputs(self, keys=None) -> dict[str, dict]:
+        """{key: {"classes": list or None, "targets": list, "outputs": ndarray}} of the stored test outputs
+        (only the given keys when keys is not None)."""
+        with self._guard("read"), self._engine.connect() as db:
+            rows = db.execute(sa.select(self._outputs)).all()
+        wanted = None if keys is None else set(keys)
+        return {
+            r.key: {"classes": None if r.classes is None else json.loads(r.classes), "targets": json.loads(r.targets),
+                    "outputs": np.load(io.BytesIO(r.outputs), allow_pickle=False)}
+            for r in rows if wanted is None or r.key in wanted
+        }
 
     def frame(self, keys=None) -> pd.DataFrame:
         """Stored rows (only the given keys when keys is not None)."""
@@ -176,3 +218,19 @@ class ResultStore:
 
     def close(self) -> None:
         self._engine.dispose()
+
+
+def _output_row(row: dict) -> dict | None:
+    """The outputs-table row of a cell's row, or None when it carries no outputs."""
+    if row.get("outputs") is None:
+        return None
+    blob = io.BytesIO()
+    np.save(blob, np.asarray(row["outputs"]), allow_pickle=False)
+    classes = row.get("classes")
+    return {"key": row["key"], "classes": None if classes is None else json.dumps(_plain(classes)),
+            "targets": json.dumps(_plain(row["targets"])), "outputs": blob.getvalue()}
+
+
+def _plain(values) -> list:
+    """Labels or targets as JSON-ready Python values (numpy scalars to int, float, str, bool)."""
+    return np.asarray(values).tolist()
