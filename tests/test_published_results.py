@@ -88,6 +88,8 @@ def test_published_column_is_shown_but_not_ranked_by_default(tmp_path, monkeypat
     assert rows["PickupGestureWiimoteZ"][2] == "n/a"
     # Ranks over the three datasets and the two models run: GRU 2,1,2 and DC-T 1,2,1; no published rank.
     assert rows["Avg Rank (over 3 datasets)"][:3] == ["1.67", "1.33", ""]
+    # Its mean accuracy over the same datasets is shown, n/a where the study lacks one of them.
+    assert rows["Avg Accuracy (over 3 datasets)"][2] == "n/a"
     assert "† Published test accuracy" in printed and "Bake off redux" in printed and "Not counted" in printed
     csv = pd.read_csv(out / "classification.csv").set_index("dataset")
     assert csv.loc["GunPoint", "published:MiniROCKET"] == pytest.approx(0.993333)

@@ -22,8 +22,9 @@ members would be, at no extra fit (seed_ensembles).
 Published columns (``published=[...]``, tsrep.benchmarks.published): test scores other studies
 published for methods not run here, headed ``<method>†`` and followed by a footnote citing the study
 and the split; "n/a" where the study has no figure for a problem. They are left out of the summary
-rows and the critical-difference diagram unless ``published_in_ranks=True``; then the summary rows
-use only the datasets where every model and every published method has a score.
+rows and the critical-difference diagram unless ``published_in_ranks=True`` (only their mean accuracy
+over the same datasets is shown); then the summary rows use only the datasets where every model and
+every published method has a score.
 
 The summary rows use only the datasets where every model has a score (their number is printed);
 a dataset with a missing cell is still shown. The paper's own summary rows are printed beside ours
@@ -76,7 +77,9 @@ def published_footnote(task: str, published: pd.DataFrame, ranked: bool) -> str:
             f"{SPLIT_DESCRIPTION[published.attrs['split']]} ({published.attrs['split']}): "
             f"{published.attrs['citation']}. "
             + ("Counted in the summary rows and the critical-difference diagram."
-               if ranked else "Not counted in the summary rows or the critical-difference diagram."))
+               if ranked else "Not counted in the ranks or the critical-difference diagram"
+               + ("; their mean accuracy over the same datasets is shown (n/a where the study has no figure "
+                  "for one of them)." if task == "classification" else ".")))
     versions = published.attrs.get("study_names")
     if versions:
         note += " Figures of the study's own version of " + ", ".join(
@@ -206,12 +209,15 @@ def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[s
     ranked = pd.concat([scores, extra], axis=1) if published_in_ranks and len(extra.columns) else scores
     complete = ranked.dropna()
     summary = {}
-    if len(complete) and len(complete.columns) > 1:
+    if len(complete) and len(complete.columns) > 1:  # ranks and relative differences compare models
         summary["Avg Rank"] = average_ranks(complete, LOWER_IS_BETTER[task])
         if task == "regression":
             summary["Avg Rel. diff"] = average_relative_difference(complete)
-        else:
-            summary["Avg Accuracy"] = complete.mean(axis=0)
+    if len(complete) and task == "classification":  # a mean accuracy means something for one model too
+        # Published columns get their mean over the same datasets even when they are not ranked (n/a
+        # where the study has no figure for one of them).
+        unranked = extra.loc[complete.index, [c for c in extra.columns if c not in complete.columns]]
+        summary["Avg Accuracy"] = pd.concat([complete, unranked], axis=1).mean(axis=0, skipna=False)
     seconds = sub.pivot(index="dataset", columns="model", values="seconds").reindex(index=datasets, columns=models)
     if len(complete) and seconds.notna().any().any():
         # Cost beside quality: mean fit + predict seconds per problem (published columns have none).
@@ -265,7 +271,8 @@ def render_markdown(table: dict, task: str, models: list[str], paper: bool = Tru
             if paper_rows and m in PAPER_SUMMARY[task].get(name, {}):
                 text += f" (paper {PAPER_SUMMARY[task][name][m]:g})"
             cells.append(text)
-        cells += [f"{values[c]:.{digits}f}" if c in values.index else "" for c in published.columns]
+        cells += ["" if c not in values.index else "n/a" if pd.isna(values[c]) else f"{values[c]:.{digits}f}"
+                  for c in published.columns]
         lines.append(f"| {name} (over {n} datasets) | " + " | ".join(cells + [""] * bool(references)) + " |")
     if len(published.columns):
         lines += ["", published_footnote(task, published, table["published_in_ranks"])]
