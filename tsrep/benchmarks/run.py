@@ -110,7 +110,7 @@ def score(task: str, y_true, y_pred) -> float:
     return float(np.sqrt(np.mean(diff**2)))
 
 
-def test_outputs(task: str, estimator, X_test, y_test, predicted) -> dict:
+def outputs_on_test(task: str, estimator, X_test, y_test, predicted) -> dict:
     """What a seed ensemble of this cell needs (tsrep.benchmarks.report): the class probabilities of TEST
     (with the classes that order their columns) or the regression predictions, and the test targets."""
     outputs = {"targets": np.asarray(y_test), "classes": None, "outputs": None}
@@ -167,7 +167,7 @@ def run_cell(cell: Cell) -> dict:
         if estimator is None or cell.refit:
             estimator = build(chosen).fit(X_train, y_train)
         predicted = estimator.predict(X_test)
-        row.update(test_outputs(cell.task, estimator, X_test, y_test, predicted))
+        row.update(outputs_on_test(cell.task, estimator, X_test, y_test, predicted))
         row.update(
             score=score(cell.task, y_test, predicted),
             # None where a model has no count of its own (an aeon estimator without a linear model)
