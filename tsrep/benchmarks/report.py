@@ -391,6 +391,7 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
     df.drop(columns=["spec", *OUTPUT_KEYS], errors="ignore").to_csv(cells_csv, index=False)
     files.append(cells_csv)
     agg = aggregate(df)
+    ensembles = seed_ensembles(df, outputs or {})
     parts = [f"# {title}".rstrip()] if title else []
     for task in ("classification", "regression"):
         table = task_table(agg, task, models, datasets, published, published_split, published_in_ranks)
@@ -402,7 +403,6 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
         table_csv(table, task, models, references).to_csv(out_dir / f"{task}.csv", index=False)
         (out_dir / f"{task}.md").write_text(md + "\n")
         files += [out_dir / f"{task}.csv", out_dir / f"{task}.md"]
-        ensembles = seed_ensembles(df, outputs or {})
         if len(ensembles[ensembles["task"] == task]):
             ens_table = task_table(ensembles, task, models, datasets, published, published_split, published_in_ranks)
             ens_md = render_markdown(ens_table, task, models, paper=False, references=references)

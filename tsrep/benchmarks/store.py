@@ -71,6 +71,9 @@ OUTPUT_COLUMNS = (
     ("outputs", sa.LargeBinary),
 )
 
+# Keys per "IN (...)" query: old SQLite builds allow 999 parameters.
+_KEYS_PER_QUERY = 500
+
 # Insert-or-update in one statement where the dialect has it (else delete and insert in one transaction).
 _UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
@@ -198,13 +201,18 @@ class ResultStore:
     def outputs(self, keys=None) -> dict[str, dict]:
         """{key: {"classes": list or None, "targets": list, "outputs": ndarray}} of the stored test outputs
         (only the given keys when keys is not None)."""
+        query = sa.select(self._outputs)
         with self._guard("read"), self._engine.connect() as db:
-            rows = db.execute(sa.select(self._outputs)).all()
-        wanted = None if keys is None else set(keys)
+            if keys is None:
+                rows = db.execute(query).all()
+            else:  # only the wanted blobs leave the database, in chunks below SQLite's limit on parameters
+                keys = list(keys)
+                rows = [r for i in range(0, len(keys), _KEYS_PER_QUERY)
+                        for r in db.execute(query.where(self._outputs.c.key.in_(keys[i:i + _KEYS_PER_QUERY])))]
         return {
             r.key: {"classes": None if r.classes is None else json.loads(r.classes), "targets": json.loads(r.targets),
                     "outputs": np.load(io.BytesIO(r.outputs), allow_pickle=False)}
-            for r in rows if wanted is None or r.key in wanted
+            for r in rows
         }
 
     def frame(self, keys=None) -> pd.DataFrame:
