@@ -93,6 +93,10 @@ PARAMETER_CASES = [
     ("n_estimators", 0, DECLARED),
     ("label_smoothing", 1.0, DECLARED),
     ("patch_len", 0, DECLARED),
+    ("max_tokens", 0, DECLARED),
+    ("max_tokens", (64, 32), "max_tokens=(64, 32) gives the members of an ensemble their token budgets in turn, but "
+                             "n_estimators=1; set n_estimators >= 2 or give one int"),
+    ("max_tokens", [64, 0], "max_tokens must be a positive int or a non-empty sequence of them, got [64, 0]"),
     ("patch_len", 50, "patch_len=50 is longer than every training series (the longest has 12 steps)"),
     ("downsample", 40, "downsample=40 is longer than every training series (the longest has 12 steps)"),
     ("pretrained_encoder", 3, DECLARED),

@@ -178,6 +178,19 @@ def test_ensemble_of_two_averages_its_members_exactly():
     np.testing.assert_allclose(again.predict_proba(X), ens.predict_proba(X), atol=1e-6)
 
 
+def test_ensemble_members_take_the_token_budgets_in_turn():
+    X, y = _toy(20, t=64)
+    ens = EADCTransformerClassifier(**TINY, n_estimators=3, max_tokens=(8, 4)).fit(X, y)
+    # 64 steps: at most 8 tokens -> stride 8, at most 4 -> stride 16; the third member takes the first budget.
+    assert [(m.max_tokens, m.patch_len_, m.patch_stride_) for m in ens.estimators_] == [(8, 16, 8), (4, 32, 16), (8, 16, 8)]
+    assert [m.module_.encoder.n_positions for m in ens.estimators_] == [8, 4, 8]
+    probas = [m.predict_proba(X) for m in ens.estimators_]
+    np.testing.assert_array_equal(ens.predict_proba(X), (probas[0] + probas[1] + probas[2]) / 3)
+    # A member is the single model of its seed and budget.
+    alone = EADCTransformerClassifier(**{**TINY, "random_state": ens.estimators_[1].random_state}, max_tokens=4)
+    np.testing.assert_allclose(alone.fit(X, y).predict_proba(X), probas[1], atol=1e-6)
+
+
 def test_regression_ensemble_averages_predictions():
     X, _ = _toy(20)
     y = X[:, 0, :12].mean(axis=1)
@@ -191,6 +204,8 @@ def test_auto_tokens_rule():
     assert auto_patch(1, 150) == (8, 4)  # GunPoint: 37 tokens
     patch_len, stride = auto_patch(1, 2000)
     assert patch_len == 2 * stride and math.ceil(2000 / stride) <= 64
+    assert auto_patch(1, 427, max_tokens=32) == (28, 14)  # OSULeaf: 31 tokens instead of 61
+    assert auto_patch(1, 80, max_tokens=16) == (10, 5) and auto_patch(1, 60, max_tokens=16) == (8, 4)
     X, y = _toy(20, t=40)
     clf = EADCTransformerClassifier(**TINY).fit(X, y)
     assert (clf.patch_len_, clf.patch_stride_) == (8, 4)

@@ -7,7 +7,9 @@ import numpy as np
 
 from tsrep.backbones import DCTransformerConfig, DCTransformerEncoder, SeriesModel
 from tsrep.backbones.config import split_width
-from tsrep.estimators._cost import check_front_end_combinations, compiled_if_asked, encoder_cost_options
+from tsrep.estimators._cost import (
+    check_front_end_combinations, compiled_if_asked, encoder_cost_options, member_max_tokens,
+)
 from tsrep.estimators._harness import DeepSeriesEstimator
 from tsrep.estimators._memory import check_estimator_memory
 from tsrep.estimators._parameters import (
@@ -54,10 +56,17 @@ class EADCTransformerMixin(DeepSeriesEstimator):
         # patch_len="auto": the token rule of tsrep.nn.patching, fixed here on the training data.
         self.patch_len_, self.patch_stride_ = resolve_front_end(
             self.patch_len, self.patch_stride, self.downsample, self.n_channels_, self.max_len_,
-            per_step_only=bool(self.pretrain_epochs),
+            per_step_only=bool(self.pretrain_epochs), max_tokens=member_max_tokens(self.max_tokens, 0),
         )
         # conv_stem="auto": a classifier's patch tokens come from a stem (tsrep.nn.patching.resolve_conv_stem).
         self.conv_stem_ = resolve_conv_stem(self.conv_stem, self.patch_len_, self._task, len(cases))
+
+    def _member_params(self, index: int | None) -> dict:
+        # max_tokens=(64, 32, ...): member i takes the budgets in turn (index None: the most tokens, the
+        # member that needs the most memory).
+        if not isinstance(self.max_tokens, (tuple, list)):
+            return {}
+        return {"max_tokens": max(self.max_tokens) if index is None else member_max_tokens(self.max_tokens, index)}
 
     def _check_training_data(self, data) -> None:
         if str(self.attention).startswith("interacting"):  # Eq. 13: say so, never clamp n_heads

@@ -6,6 +6,8 @@ front ends, which change the tokens the encoder sees (tsrep.nn.patching).
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from tsrep.nn.patching import AUTO, front_end
@@ -20,6 +22,7 @@ def check_front_end_combinations(est) -> None:
             f"conv_stem={est.conv_stem!r} cannot be combined with pretrained_encoder: the checkpoint fixes the "
             "encoder's input (no stem); leave conv_stem='auto' or None"
         )
+    check_max_tokens(est.max_tokens, est.n_estimators)
     if est.patch_len == AUTO:
         if est.patch_stride is not None:
             raise ValueError(
@@ -39,6 +42,30 @@ def check_front_end_combinations(est) -> None:
             f"{option}={getattr(est, option)!r} cannot be combined with pretrained_encoder: the checkpoint "
             "fixes the encoder's input (one token per step)"
         )
+
+
+def check_max_tokens(max_tokens, n_estimators: int) -> None:
+    """Raise ValueError unless max_tokens is a positive int, or a non-empty tuple / list of them for an
+    ensemble (n_estimators >= 2), whose members take the budgets in turn."""
+    if isinstance(max_tokens, (tuple, list)):
+        if not max_tokens or not all(_is_positive_int(m) for m in max_tokens):
+            raise ValueError(f"max_tokens must be a positive int or a non-empty sequence of them, got {max_tokens!r}")
+        if n_estimators < 2:
+            raise ValueError(
+                f"max_tokens={max_tokens!r} gives the members of an ensemble their token budgets in turn, but "
+                f"n_estimators={n_estimators}; set n_estimators >= 2 or give one int"
+            )
+    elif not _is_positive_int(max_tokens):
+        raise ValueError(f"max_tokens must be a positive int or a non-empty sequence of them, got {max_tokens!r}")
+
+
+def member_max_tokens(max_tokens, index: int) -> int:
+    """The token budget of ensemble member `index`: max_tokens itself, or its entries in turn."""
+    return max_tokens[index % len(max_tokens)] if isinstance(max_tokens, (tuple, list)) else max_tokens
+
+
+def _is_positive_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
 
 
 def encoder_cost_options(est) -> dict:

@@ -1,4 +1,5 @@
-"""Seed ensembles: ``n_estimators`` copies of an estimator that differ only in their random seed.
+"""Seed ensembles: ``n_estimators`` copies of an estimator that differ in their random seed (and, for the
+EA-DC-Transformer given several ``max_tokens``, in their token budget).
 
 Members are fitted in parallel with joblib (``n_jobs``, loky processes: each member's torch uses
 its share of the cores); the ensemble averages their class probabilities (classification) or
@@ -32,7 +33,8 @@ def _fit_member(member, X, y, sample_weight, index):
 
 
 def fit_members(est, X, y, sample_weight, previous=None) -> list:
-    """Fitted clones of `est`, one per seed, each a single model (n_estimators=1).
+    """Fitted clones of `est`, one per seed, each a single model (n_estimators=1); member i also takes
+    ``est._member_params(i)`` (e.g. its token budget).
 
     previous: the members of the previous fit, continued (warm start) when there are as many.
     checkpoint_dir: member i resumes from and writes to ``<checkpoint_dir>/member-<i>``.
@@ -43,7 +45,7 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
         seeds = _resumable_seeds(Path(est.checkpoint_dir), seeds)
     members = []
     for i, seed in enumerate(seeds):
-        own = {"random_state": seed}
+        own = {"random_state": seed, **est._member_params(i)}
         if est.checkpoint_dir is not None:
             own["checkpoint_dir"] = str(Path(est.checkpoint_dir) / f"member-{i}")
         if previous is not None and len(previous) == est.n_estimators:

@@ -157,6 +157,11 @@ class DeepSeriesEstimator:
         finally:
             del self.__member
 
+    def _member_params(self, index: int | None) -> dict:
+        """Parameters of ensemble member `index` beside its seed (index None: of the member that needs the
+        most memory); members differ in nothing else here."""
+        return {}
+
     def _warm(self) -> dict | None:
         return self.__dict__.get("_DeepSeriesEstimator__warm")
 
@@ -174,7 +179,7 @@ class DeepSeriesEstimator:
         if self.n_estimators > 1:
             concurrent = min(self._n_jobs, self.n_estimators)
             if concurrent > 1:  # members training at once add up their memory: refuse here, not in a worker
-                probe = clone(self).set_params(n_estimators=1, n_jobs=1, warm_start=False)
+                probe = clone(self).set_params(n_estimators=1, n_jobs=1, warm_start=False, **self._member_params(None))
                 probe._concurrent_fits = concurrent
                 with warnings.catch_warnings():  # the members warn of the data themselves
                     warnings.simplefilter("ignore")

@@ -181,7 +181,8 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         same step budget (measured in the user guide's training recipe page).
     grad_clip : float or None, default=4.0
     n_estimators : int >= 1, default=1
-        Seed ensemble: members identical but for their seed (drawn from random_state), class
+        Seed ensemble: members identical but for their seed (drawn from random_state) and, when
+        max_tokens is a sequence, their token budget; class
         probabilities (or predictions) averaged; fitted members in ``estimators_``.
     n_jobs : int, default=1
         Ensemble members fitted in parallel by joblib processes (-1: all cores).
@@ -221,10 +222,17 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         to d_model) every patch_stride steps; attention maps shrink by the stride squared. A token
         is valid when any of its steps is (tsrep.nn.patching); pooling is over valid tokens.
         "auto" (tsrep.nn.patching.auto_patch): one token per step for series shorter than 32
-        steps, else patches of 2S steps every S = max(4, ceil(T / 64)) steps; one token per step
-        with pretraining. None: one token per step (the paper's). Used: ``patch_len_``, ``patch_stride_``.
+        steps, else patches of 2S steps every S = max(4, ceil(T / max_tokens)) steps; one token per
+        step with pretraining. None: one token per step (the paper's). Used: ``patch_len_``, ``patch_stride_``.
     patch_stride : int in [1, patch_len] or None, default=None
         Steps between token starts (None: patch_len, non-overlapping); needs an integer patch_len.
+    max_tokens : int, or tuple / list of ints, default=64
+        The token budget of ``patch_len="auto"``: patches of 2S steps every S = max(4, ceil(T /
+        max_tokens)) steps, so at most about max_tokens tokens per series (attention maps are N x N:
+        halving the tokens about halves the fit time). With n_estimators >= 2 a sequence gives the
+        members their budgets in turn, e.g. ``(64, 32, 16)``: members then differ in the granularity
+        of their tokens as well as in their seed (a multi-scale ensemble; measured in the user
+        guide's training recipe page).
     downsample : int or None, default=None
         Alternative front end: tokens are the means of windows of `downsample` steps (over valid
         steps). Neither front end works with pretraining (its loss is per step).

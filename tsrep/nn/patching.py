@@ -111,22 +111,23 @@ def front_end(patch_len, patch_stride, downsample) -> Patching | None:
 #: patch_len="auto": series shorter than this keep one token per step ...
 AUTO_MIN_LENGTH = 32
 #: ... longer ones get overlapping patches of 2 S steps every S steps, S = max(AUTO_MIN_STRIDE,
-#: ceil(T / AUTO_MAX_TOKENS)): at least 4 steps per stride, at most about 64 tokens per series.
+#: ceil(T / max_tokens)): at least 4 steps per stride, at most about max_tokens tokens per series
+#: (the estimators' ``max_tokens``, by default AUTO_MAX_TOKENS).
 AUTO_MIN_STRIDE = 4
 AUTO_MAX_TOKENS = 64
 
 
-def auto_patch(n_channels: int, max_len: int) -> tuple[int, int] | None:
+def auto_patch(n_channels: int, max_len: int, max_tokens: int = AUTO_MAX_TOKENS) -> tuple[int, int] | None:
     """The token rule of ``patch_len="auto"``: (patch_len, stride), or None for one token per step.
 
     Short series (fewer than AUTO_MIN_LENGTH steps, e.g. JapaneseVowels' 7-29) keep the paper's
     per-step tokens; longer ones get half-overlapping patches whose stride grows with the length so
-    that a series gives at most about AUTO_MAX_TOKENS tokens: the N x N attention maps then stay
+    that a series gives at most about `max_tokens` tokens: the N x N attention maps then stay
     small whatever the length. `n_channels` does not enter: a patch token holds all channels.
     """
     if max_len < AUTO_MIN_LENGTH:
         return None
-    stride = max(AUTO_MIN_STRIDE, math.ceil(max_len / AUTO_MAX_TOKENS))
+    stride = max(AUTO_MIN_STRIDE, math.ceil(max_len / max_tokens))
     return 2 * stride, stride
 
 
@@ -157,9 +158,13 @@ def resolve_conv_stem(conv_stem, patch_len, task: str, n_cases: int) -> int | No
     return AUTO_STEM_CHANNELS if takes_stem else None
 
 
-def resolve_front_end(patch_len, patch_stride, downsample, n_channels: int, max_len: int, per_step_only=False):
+def resolve_front_end(
+    patch_len, patch_stride, downsample, n_channels: int, max_len: int, per_step_only=False,
+    max_tokens: int = AUTO_MAX_TOKENS,
+):
     """(patch_len, patch_stride) for the encoder: "auto" resolved by :func:`auto_patch` on the training data
-    (one token per step when `per_step_only`, e.g. for masked pretraining, or when downsample is set).
+    with at most about `max_tokens` tokens (one token per step when `per_step_only`, e.g. for masked
+    pretraining, or when downsample is set).
 
     ValueError when an explicit patch_len or downsample is longer than every training series: each
     series would be a single token, mostly zero padding, and attention would have nothing to relate.
@@ -175,4 +180,4 @@ def resolve_front_end(patch_len, patch_stride, downsample, n_channels: int, max_
         return patch_len, patch_stride
     if per_step_only or downsample is not None:
         return None, None
-    return auto_patch(n_channels, max_len) or (None, None)
+    return auto_patch(n_channels, max_len, max_tokens) or (None, None)
