@@ -168,8 +168,8 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
     grad_clip : float or None, default=4.0
     n_estimators : int >= 1, default=1
         Seed ensemble: members identical but for their seed (drawn from random_state) and, when
-        max_tokens is a sequence, their token budget; class
-        probabilities (or predictions) averaged; fitted members in ``estimators_``. On the UCR
+        max_tokens is a sequence, their token budget; class probabilities (or predictions)
+        averaged; fitted members in ``estimators_``. On the UCR
         development panel (five seeds) three members raised the mean accuracy from 0.860 to 0.873
         and five to 0.875, at three and five times the fit time (user guide, training recipe page).
         Members that also differ in token budget (``max_tokens=(64, 32)``) ensemble better: three
@@ -220,9 +220,9 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
         The token budget of ``patch_len="auto"``: patches of 2S steps every S = max(4, ceil(T /
         max_tokens)) steps, so at most about max_tokens tokens per series (attention maps are N x N:
         halving the tokens about halves the fit time). With n_estimators >= 2 a sequence gives the
-        members their budgets in turn, e.g. ``(64, 32, 16)``: members then differ in the granularity
-        of their tokens as well as in their seed (a multi-scale ensemble; measured in the user
-        guide's training recipe page).
+        members their budgets in turn, e.g. ``(64, 32)``: members then differ in the granularity of
+        their tokens as well as in their seed (a multi-scale ensemble; measured in the user guide's
+        training recipe page).
     downsample : int or None, default=None
         Alternative front end: tokens are the means of windows of `downsample` steps (over valid
         steps). Neither front end works with pretraining (its loss is per step).

@@ -182,8 +182,8 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
     grad_clip : float or None, default=4.0
     n_estimators : int >= 1, default=1
         Seed ensemble: members identical but for their seed (drawn from random_state) and, when
-        max_tokens is a sequence, their token budget; class
-        probabilities (or predictions) averaged; fitted members in ``estimators_``.
+        max_tokens is a sequence, their token budget; class probabilities (or predictions)
+        averaged; fitted members in ``estimators_``.
     n_jobs : int, default=1
         Ensemble members fitted in parallel by joblib processes (-1: all cores).
     device : {"auto", "cpu", "cuda"} or torch device string, default="auto"
@@ -230,9 +230,9 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         The token budget of ``patch_len="auto"``: patches of 2S steps every S = max(4, ceil(T /
         max_tokens)) steps, so at most about max_tokens tokens per series (attention maps are N x N:
         halving the tokens about halves the fit time). With n_estimators >= 2 a sequence gives the
-        members their budgets in turn, e.g. ``(64, 32, 16)``: members then differ in the granularity
-        of their tokens as well as in their seed (a multi-scale ensemble; measured in the user
-        guide's training recipe page).
+        members their budgets in turn, e.g. ``(64, 32)``: members then differ in the granularity of
+        their tokens as well as in their seed (a multi-scale ensemble; measured in the user guide's
+        training recipe page).
     downsample : int or None, default=None
         Alternative front end: tokens are the means of windows of `downsample` steps (over valid
         steps). Neither front end works with pretraining (its loss is per step).
