@@ -45,18 +45,17 @@ def check_front_end_combinations(est) -> None:
 
 
 def check_max_tokens(max_tokens, n_estimators: int) -> None:
-    """Raise ValueError unless max_tokens is a positive int, or a non-empty tuple / list of them for an
-    ensemble (n_estimators >= 2), whose members take the budgets in turn."""
-    if isinstance(max_tokens, (tuple, list)):
-        if not max_tokens or not all(_is_positive_int(m) for m in max_tokens):
-            raise ValueError(f"max_tokens must be a positive int or a non-empty sequence of them, got {max_tokens!r}")
-        if n_estimators < 2:
-            raise ValueError(
-                f"max_tokens={max_tokens!r} gives the members of an ensemble their token budgets in turn, but "
-                f"n_estimators={n_estimators}; set n_estimators >= 2 or give one int"
-            )
-    elif not _is_positive_int(max_tokens):
+    """Raise ValueError unless a tuple / list max_tokens holds positive ints and goes with an ensemble
+    (n_estimators >= 2), whose members take the budgets in turn (an int is checked where it is declared)."""
+    if not isinstance(max_tokens, (tuple, list)):
+        return
+    if not max_tokens or not all(_is_positive_int(m) for m in max_tokens):
         raise ValueError(f"max_tokens must be a positive int or a non-empty sequence of them, got {max_tokens!r}")
+    if n_estimators < 2:
+        raise ValueError(
+            f"max_tokens={max_tokens!r} gives the members of an ensemble their token budgets in turn, but "
+            f"n_estimators={n_estimators}; set n_estimators >= 2 or give one int"
+        )
 
 
 def member_max_tokens(max_tokens, index: int) -> int:
