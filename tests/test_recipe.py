@@ -182,13 +182,21 @@ def test_ensemble_members_take_the_token_budgets_in_turn():
     X, y = _toy(20, t=64)
     ens = EADCTransformerClassifier(**TINY, n_estimators=3, max_tokens=(8, 4)).fit(X, y)
     # 64 steps: at most 8 tokens -> stride 8, at most 4 -> stride 16; the third member takes the first budget.
-    assert [(m.max_tokens, m.patch_len_, m.patch_stride_) for m in ens.estimators_] == [(8, 16, 8), (4, 32, 16), (8, 16, 8)]
+    budgets = [(m.max_tokens, m.patch_len_, m.patch_stride_) for m in ens.estimators_]
+    assert budgets == [(8, 16, 8), (4, 32, 16), (8, 16, 8)]
     assert [m.module_.encoder.n_positions for m in ens.estimators_] == [8, 4, 8]
     probas = [m.predict_proba(X) for m in ens.estimators_]
     np.testing.assert_array_equal(ens.predict_proba(X), (probas[0] + probas[1] + probas[2]) / 3)
     # A member is the single model of its seed and budget.
     alone = EADCTransformerClassifier(**{**TINY, "random_state": ens.estimators_[1].random_state}, max_tokens=4)
     np.testing.assert_allclose(alone.fit(X, y).predict_proba(X), probas[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("other", [{"patch_len": 8}, {"patch_len": None}, {"downsample": 4}, {"pretrain_epochs": 1}])
+def test_token_budgets_without_the_auto_rule_are_refused(other):
+    X, y = _toy(20, t=64)
+    with pytest.raises(ValueError, match=r"max_tokens=\(8, 4\) sets the token budgets of patch_len='auto'"):
+        EADCTransformerClassifier(**{**TINY, "n_estimators": 2, "max_tokens": (8, 4), **other}).fit(X, y)
 
 
 def test_regression_ensemble_averages_predictions():

@@ -23,6 +23,14 @@ def check_front_end_combinations(est) -> None:
             "encoder's input (no stem); leave conv_stem='auto' or None"
         )
     check_max_tokens(est.max_tokens, est.n_estimators)
+    fixed_tokens = est.patch_len != AUTO or est.downsample is not None or est.pretrain_epochs
+    if isinstance(est.max_tokens, (tuple, list)) and fixed_tokens:
+        # Budgets only act through patch_len="auto"; members would silently differ in seed alone.
+        raise ValueError(
+            f"max_tokens={est.max_tokens!r} sets the token budgets of patch_len='auto', but the tokens here are "
+            f"{'per step (pretrain_epochs)' if est.pretrain_epochs else 'fixed by patch_len / downsample'}; "
+            "leave patch_len='auto', downsample=None and pretrain_epochs=0, or give max_tokens one int"
+        )
     if est.patch_len == AUTO:
         if est.patch_stride is not None:
             raise ValueError(
