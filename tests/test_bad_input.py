@@ -94,6 +94,7 @@ PARAMETER_CASES = [
     ("label_smoothing", 1.0, DECLARED),
     ("patch_len", 0, DECLARED),
     ("max_tokens", 0, DECLARED),
+    ("max_tokens", "many", DECLARED),
     ("max_tokens", (64, 32), "max_tokens=(64, 32) gives the members of an ensemble their token budgets in turn, but "
                              "n_estimators=1; set n_estimators >= 2 or give one int"),
     ("max_tokens", [64, 0], "max_tokens must be a positive int or a non-empty sequence of them, got [64, 0]"),

@@ -22,7 +22,7 @@ from tsrep.estimators._pretraining import (
     start_from_checkpoint,
 )
 from tsrep.nn.interacting import check_interacting_heads
-from tsrep.nn.patching import n_tokens, resolve_conv_stem, resolve_front_end
+from tsrep.nn.patching import n_tokens, resolve_conv_stem, resolve_front_end, resolve_max_tokens
 
 __all__ = ["EADCTransformerMixin"]
 
@@ -53,10 +53,12 @@ class EADCTransformerMixin(DeepSeriesEstimator):
             start_from_checkpoint(self, int(cases[0].shape[0]))
             return
         super()._fit_front_end(cases)  # standardisation and lengths
-        # patch_len="auto": the token rule of tsrep.nn.patching, fixed here on the training data.
+        # patch_len="auto" and max_tokens="auto": the token rules of tsrep.nn.patching, fixed here on the
+        # training data.
+        self.max_tokens_ = resolve_max_tokens(member_max_tokens(self.max_tokens, 0), self._task, len(cases))
         self.patch_len_, self.patch_stride_ = resolve_front_end(
             self.patch_len, self.patch_stride, self.downsample, self.n_channels_, self.max_len_,
-            per_step_only=bool(self.pretrain_epochs), max_tokens=member_max_tokens(self.max_tokens, 0),
+            per_step_only=bool(self.pretrain_epochs), max_tokens=self.max_tokens_,
         )
         # conv_stem="auto": a classifier's patch tokens come from a stem (tsrep.nn.patching.resolve_conv_stem).
         self.conv_stem_ = resolve_conv_stem(self.conv_stem, self.patch_len_, self._task, len(cases))

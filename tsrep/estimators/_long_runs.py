@@ -19,8 +19,8 @@ RECIPE_PARAMS = frozenset({
 # Parameters that do not change the result of a fit: a resumed fit may differ in them.
 NOT_RESUME_SETTINGS = ("verbose", "device", "n_jobs", "callbacks", "checkpoint_dir", "warm_start")
 
-_FITTED_PREPROCESSING = ("standardizer_", "max_len_", "n_channels_", "patch_len_", "patch_stride_", "conv_stem_",
-                         "encoder_config_")
+_FITTED_PREPROCESSING = ("standardizer_", "max_len_", "n_channels_", "patch_len_", "patch_stride_", "max_tokens_",
+                         "conv_stem_", "encoder_config_")
 
 
 def warm_state(est) -> dict:

@@ -31,7 +31,6 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from tsrep.backbones.config import DCTransformerConfig, check_constraints
 from tsrep.data.convert import SCALINGS
 from tsrep.nn.norm import NORMS
-from tsrep.nn.patching import AUTO_MAX_TOKENS
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training.masking import MASKINGS
 from tsrep.training.schedules import LR_SCHEDULES
@@ -117,8 +116,9 @@ FRONT_END = {
     "patch_stride": (None, [_positive_int(), None]),
     "downsample": (None, [_positive_int(), None]),
     "conv_stem": ("auto", [StrOptions({"auto"}), _positive_int(), None]),
-    # an int, or a tuple / list of them giving an ensemble's members their budgets in turn (_cost checks them)
-    "max_tokens": (AUTO_MAX_TOKENS, [_positive_int(), tuple, list]),
+    # "auto" (tsrep.nn.patching.resolve_max_tokens), an int, or a tuple / list of ints giving an ensemble's
+    # members their budgets in turn (_cost checks them)
+    "max_tokens": ("auto", [StrOptions({"auto"}), _positive_int(), tuple, list]),
 }
 
 #: Following, resuming and continuing long fits (tsrep.training.callbacks, tsrep.training.resume).
