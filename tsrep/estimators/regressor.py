@@ -289,6 +289,8 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         The token front end used (patch_len="auto" resolved).
     max_tokens_ : int
         The token budget of patch_len="auto" (max_tokens="auto" resolved; a member's own in an ensemble).
+        Resolved whatever patch_len is, it acts only where patch_len="auto" chooses the tokens (not with
+        an explicit patch_len, downsample or pretraining); a fit from pretrained_encoder has none.
     conv_stem_ : int or None
         The channels of the convolutional stem used (conv_stem="auto" resolved; None: no stem).
     estimators_ : list of regressors or None
