@@ -1,6 +1,8 @@
-"""The packaged UCR benchmark configs (tsrep/configs/ucr-dev.yaml, ucr.yaml) load and validate (no training)."""
+"""The packaged UCR benchmark configs (tsrep/configs/ucr-dev.yaml, ucr.yaml, ucr-holdout.yaml) load and validate
+(no training)."""
 
 from tsrep.benchmarks import load_config
+from tsrep.benchmarks.published import published_results
 from tsrep.data import list_datasets
 
 
@@ -16,3 +18,12 @@ def test_ucr_configs_load_and_validate():
     full = load_config("ucr")
     assert full.datasets == list_datasets("ucr", available_offline=True) and len(full.datasets) >= 90
     assert full.models == dev.models and full.seeds == [0] and full.published == dev.published
+
+
+def test_holdout_config_is_off_the_panel_and_has_published_columns():
+    dev, holdout = load_config("ucr-dev"), load_config("ucr-holdout")
+    assert len(holdout.datasets) == 12 and not set(holdout.datasets) & set(dev.datasets)
+    assert set(holdout.datasets) <= set(published_results("classification").index)  # every row gets its columns
+    assert holdout.models == ["ea-dc-transformer", "aeon:minirocket"] and holdout.seeds == [0, 1]
+    assert not holdout.params and not holdout.model_params and not holdout.grid  # the defaults, as on the panel
+    assert holdout.published == dev.published and holdout.published_split == "fold0"
