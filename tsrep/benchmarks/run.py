@@ -28,6 +28,7 @@ import os
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -461,11 +462,21 @@ def _run_in_this_process(todo: list[Cell], threads: int, record) -> None:
         torch.set_num_threads(old)
 
 
+#: The start of loky's note that it replaced a worker between two tasks (filtered in _run_in_processes).
+LOKY_RECYCLED_WORKER = "A worker stopped while some jobs were given to the executor"
+
+
 def _run_in_processes(todo: list[Cell], jobs: int, threads: int, record) -> None:
     from joblib import Parallel, delayed
 
     rows = Parallel(n_jobs=jobs, return_as="generator_unordered")(
         delayed(_run_in_worker)(cell, threads, os.getpid()) for cell in todo
     )
-    for row in rows:
-        record(row)
+    with warnings.catch_warnings():
+        # loky replaces a worker whose memory has grown past its leak threshold, as a process that has
+        # trained a network's does, between two cells, and reports it as "A worker stopped while some jobs
+        # were given to the executor". No cell is lost (a worker that dies in a cell raises instead), so
+        # the note would only alarm.
+        warnings.filterwarnings("ignore", message=LOKY_RECYCLED_WORKER, category=UserWarning)
+        for row in rows:
+            record(row)
