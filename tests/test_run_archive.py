@@ -227,14 +227,7 @@ def test_cli_runs_a_config_file_and_draws_pictures(tmp_path, capsys):
     assert "not valid YAML" in capsys.readouterr().err
 
 
-def test_parallel_jobs_store_every_cell(tmp_path):
-    cfg = parse_config(tiny_config(params={**TINY, "max_epochs": 1}))
-    store, cells = run_benchmark(cfg, tmp_path, jobs=2, threads=1, progress=False)
-    df = store.frame([c.key for c in cells])
-    assert len(df) == 4 and (df["status"] == "ok").all()
-
-
-def test_parallel_jobs_hide_lokys_note_on_a_replaced_worker(tmp_path, monkeypatch):
+def test_parallel_jobs_store_every_cell_and_hide_lokys_note_on_a_replaced_worker(tmp_path, monkeypatch):
     # loky notes a worker it replaced between two cells in the benchmark's own process, while rows are being
     # recorded; that note is hidden (no cell is lost when it happens), any other warning still shows.
     write = run_mod.ResultStore.write
@@ -249,7 +242,9 @@ def test_parallel_jobs_hide_lokys_note_on_a_replaced_worker(tmp_path, monkeypatc
     cfg = parse_config(tiny_config(params={**TINY, "max_epochs": 1}))
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        run_benchmark(cfg, tmp_path, jobs=2, threads=1, progress=False)
+        store, cells = run_benchmark(cfg, tmp_path, jobs=2, threads=1, progress=False)
+    df = store.frame([c.key for c in cells])
+    assert len(df) == 4 and (df["status"] == "ok").all()
     messages = [str(w.message) for w in seen]
     assert messages.count("another note") == 4
     assert not any(m.startswith(run_mod.LOKY_RECYCLED_WORKER) for m in messages)

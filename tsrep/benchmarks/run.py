@@ -473,10 +473,9 @@ def _run_in_processes(todo: list[Cell], jobs: int, threads: int, record) -> None
         delayed(_run_in_worker)(cell, threads, os.getpid()) for cell in todo
     )
     with warnings.catch_warnings():
-        # loky replaces a worker whose memory has grown past its leak threshold, as a process that has
-        # trained a network's does, between two cells, and reports it as "A worker stopped while some jobs
-        # were given to the executor". No cell is lost (a worker that dies in a cell raises instead), so
-        # the note would only alarm.
+        # Between two cells loky replaces a worker whose memory has grown past its leak threshold (training
+        # a network grows it) and reports that as "A worker stopped while some jobs were given to the
+        # executor". No cell is lost (a worker that dies inside a cell raises instead): the note would only alarm.
         warnings.filterwarnings("ignore", message=LOKY_RECYCLED_WORKER, category=UserWarning)
         for row in rows:
             record(row)
