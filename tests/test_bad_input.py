@@ -282,6 +282,21 @@ def test_bad_training_data_is_named(case, make, message):
     assert message in str(raised.value)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: EADCTransformerClassifier(**TINY),
+    lambda: BackboneClassifier(backbone="gru", d_model=8, n_blocks=1, max_epochs=1, min_steps=0, batch_size=4,
+                               device="cpu", random_state=0),
+], ids=["EADCTransformerClassifier", "BackboneClassifier"])
+def test_a_list_of_labels_fits_as_its_array_does(make):
+    # scikit-learn takes y as a list; aeon's own check refuses anything but an array or a Series.
+    labels = [str(v) for v in Y]
+    from_list = make().fit(X, labels)
+    from_array = make().fit(X, np.asarray(labels))
+    assert list(from_list.classes_) == sorted(set(labels))
+    np.testing.assert_array_equal(from_list.predict_proba(X), from_array.predict_proba(X))
+    assert from_list.score(X, labels) == from_array.score(X, np.asarray(labels))
+
+
 @pytest.mark.parametrize("X_bad, y_bad, message", [
     (X[:1], np.array([1.0]), "X and y hold 1 case(s); fitting needs at least 2"),
     (X, np.column_stack([Y_REG, Y_REG]), "y must be 1-D with one target per case, got shape (8, 2)"),

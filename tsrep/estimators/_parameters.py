@@ -28,7 +28,7 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
-from tsrep.backbones.config import DCTransformerConfig, check_constraints
+from tsrep.backbones.config import DCTransformerConfig, check_constraints, positive_int, unit_interval
 from tsrep.data.convert import SCALINGS
 from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import POOLINGS
@@ -42,16 +42,8 @@ __all__ = [
 ]
 
 
-def _positive_int():
-    return Interval(Integral, 1, None, closed="left")
-
-
 def _non_negative_int():
     return Interval(Integral, 0, None, closed="left")
-
-
-def _unit(closed: str):
-    return Interval(Real, 0, 1, closed=closed)
 
 
 _PATH = [str, os.PathLike, None]
@@ -73,20 +65,20 @@ TRAINING = {
     # One case per batch would leave BatchNorm without statistics and data parallelism without a
     # case per process: such batches are skipped, so batch_size=1 would train nothing.
     "batch_size": (64, [Interval(Integral, 2, None, closed="left")]),
-    "max_epochs": (100, [_positive_int()]),
+    "max_epochs": (100, [positive_int()]),
     "min_steps": ("auto", [StrOptions({"auto"}), _non_negative_int()]),
-    "validation_fraction": ("auto", [StrOptions({"auto"}), _unit("left")]),
-    "patience": (20, [_positive_int(), None]),
+    "validation_fraction": ("auto", [StrOptions({"auto"}), unit_interval("left")]),
+    "patience": (20, [positive_int(), None]),
     "optimizer": ("adamw", [str, type]),  # which names and classes: _check_combinations (tsrep.training.optim)
     "optimizer_kwargs": (None, [dict, None]),
     "weight_decay": (0.01, [Interval(Real, 0, None, closed="left")]),
     "lr_schedule": ("onecycle", [StrOptions(set(LR_SCHEDULES))]),
-    "label_smoothing": ("auto", [StrOptions({"auto"}), _unit("left")]),
+    "label_smoothing": ("auto", [StrOptions({"auto"}), unit_interval("left")]),
     "class_weight": (None, [StrOptions({"balanced"}), dict, None]),
     "augmentation": ("auto", [str, list, tuple, None]),  # which names: tsrep.nn.augmentation
     "grad_clip": (4.0, [Interval(Real, 0, None, closed="neither"), None]),
-    "n_estimators": (1, [_positive_int()]),
-    "n_jobs": (1, [_positive_int(), Interval(Integral, None, -1, closed="right")]),  # joblib: -1 all cores, ...
+    "n_estimators": (1, [positive_int()]),
+    "n_jobs": (1, [positive_int(), Interval(Integral, None, -1, closed="right")]),  # joblib: -1 all cores, ...
     # names, torch.device objects and what helps: tsrep.estimators._common.resolve_device
     "device": ("auto", "no_validation"),
     "random_state": (None, ["random_state"]),
@@ -96,7 +88,7 @@ TRAINING = {
 #: Masked-reconstruction pretraining and pretrained encoders (tsrep.estimators._pretraining).
 PRETRAINING = {
     "pretrain_epochs": (0, [_non_negative_int()]),
-    "mask_ratio": (0.15, [_unit("neither")]),
+    "mask_ratio": (0.15, [unit_interval("neither")]),
     "mask_mean_length": (3, [Interval(Real, 1, None, closed="left")]),
     "masking": ("geometric", [StrOptions(set(MASKINGS))]),
     "freeze_encoder": (False, ["boolean"]),
@@ -112,13 +104,13 @@ COST = {
 
 #: How a series becomes tokens (tsrep.nn.patching).
 FRONT_END = {
-    "patch_len": ("auto", [StrOptions({"auto"}), _positive_int(), None]),
-    "patch_stride": (None, [_positive_int(), None]),
-    "downsample": (None, [_positive_int(), None]),
-    "conv_stem": ("auto", [StrOptions({"auto"}), _positive_int(), None]),
+    "patch_len": ("auto", [StrOptions({"auto"}), positive_int(), None]),
+    "patch_stride": (None, [positive_int(), None]),
+    "downsample": (None, [positive_int(), None]),
+    "conv_stem": ("auto", [StrOptions({"auto"}), positive_int(), None]),
     # "auto" (tsrep.nn.patching.resolve_max_tokens), an int, or a tuple / list of ints giving an ensemble's
     # members their budgets in turn (_cost checks them)
-    "max_tokens": ("auto", [StrOptions({"auto"}), _positive_int(), tuple, list]),
+    "max_tokens": ("auto", [StrOptions({"auto"}), positive_int(), tuple, list]),
 }
 
 #: Following, resuming and continuing long fits (tsrep.training.callbacks, tsrep.training.resume).
@@ -131,12 +123,12 @@ LONG_RUNS = {
 #: The baselines' networks (tsrep.estimators.backbone); which backbone names: its registry.
 BACKBONE = {
     "backbone": ("lstm", [str]),
-    "d_model": (64, [_positive_int()]),
-    "n_blocks": (3, [_positive_int()]),
-    "n_heads": (8, [_positive_int()]),
-    "kernel_size": (3, [_positive_int()]),
-    "dim_feedforward": (None, [_positive_int(), None]),
-    "dropout": (0.1, [_unit("left")]),
+    "d_model": (64, [positive_int()]),
+    "n_blocks": (3, [positive_int()]),
+    "n_heads": (8, [positive_int()]),
+    "kernel_size": (3, [positive_int()]),
+    "dim_feedforward": (None, [positive_int(), None]),
+    "dropout": (0.1, [unit_interval("left")]),
     # None: each backbone's own (tsrep.estimators.backbone.DEFAULT_NORM)
     "norm": (None, [StrOptions(set(NORMS)), None]),
 }

@@ -21,6 +21,8 @@ class SeriesClassifierMixin:
 
     def _check_y(self, y, n_cases, *args, **kwargs):
         check_class_labels(y)  # missing or mixed labels, named before aeon's generic checks
+        if isinstance(y, (list, tuple)):  # scikit-learn takes a list of labels; aeon's check wants an array
+            y = np.asarray(y)
         return super()._check_y(y, n_cases, *args, **kwargs)
 
     def _fit(self, X, y):
