@@ -268,6 +268,8 @@ FIT_DATA_CASES = [
     ("y of another length", lambda: (X, Y[:-1]), "Mismatch in number of cases. Found X = 8 and y = 7"),
     ("object y with NaN", lambda: (X, np.array(["a", "b", np.nan, "a", "b", "a", "b", "a"], dtype=object)),
      "y holds no class label (NaN or None) for case(s) 2"),
+    ("infinite label", lambda: (X, np.where(np.arange(8) == 5, -np.inf, np.arange(8) % 2)),
+     "y holds an infinite class label for case(s) 5"),
     ("mixed int and str labels", lambda: (X, np.array([1, "b"] * 4, dtype=object)),
      "y mixes class labels of different kinds (number 1, str 'b')"),
     ("one class", lambda: (X, np.array(["a"] * 8)), "y must contain at least 2 unique labels"),

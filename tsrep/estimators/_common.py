@@ -176,7 +176,7 @@ def check_enough_cases(n_cases: int) -> None:
 
 
 def check_class_labels(y) -> None:
-    """ValueError naming y when class labels are missing (NaN, None) or mix kinds (numbers and strings).
+    """ValueError naming y when class labels are missing (NaN, None), infinite or mix kinds (numbers and strings).
 
     scikit-learn's type_of_target calls both "unknown", and sorting the labels fails on a comparison
     of a float with a str; neither names the problem.
@@ -189,6 +189,13 @@ def check_class_labels(y) -> None:
         raise ValueError(
             f"y holds no class label (NaN or None) for case(s) {_first(missing)}; every case needs a label "
             "(drop those cases, or give their labels)"
+        )
+    infinite = np.flatnonzero([isinstance(v, numbers.Real) and not isinstance(v, bool) and abs(v) == float("inf")
+                               for v in labels])
+    if len(infinite):  # scikit-learn's type_of_target would cast it to an int with a RuntimeWarning first
+        raise ValueError(
+            f"y holds an infinite class label for case(s) {_first(infinite)}; class labels must be finite numbers "
+            "or strings"
         )
     examples: dict[str, object] = {}
     for v in labels:
