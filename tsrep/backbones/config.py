@@ -25,7 +25,9 @@ from tsrep.nn.attention_kinds import validate_attention_options
 from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, pca_settings
 from tsrep.nn.norm import NORMS
 
-__all__ = ["DCTransformerConfig", "check_constraints", "positive_int", "split_width", "unit_interval"]
+__all__ = [
+    "DCTransformerConfig", "check_constraints", "non_negative_int", "positive_int", "split_width", "unit_interval",
+]
 
 
 def split_width(d_model: int, p: float) -> tuple[int, int]:
@@ -37,6 +39,11 @@ def split_width(d_model: int, p: float) -> tuple[int, int]:
 def positive_int() -> Interval:
     """The constraint of an int >= 1 (scikit-learn's Interval kind)."""
     return Interval(Integral, 1, None, closed="left")
+
+
+def non_negative_int() -> Interval:
+    """The constraint of an int >= 0."""
+    return Interval(Integral, 0, None, closed="left")
 
 
 def unit_interval(closed: str) -> Interval:
@@ -93,7 +100,7 @@ class DCTransformerConfig:
     deacon_m: int | None = _hyperparameter(None, positive_int(), None)
     deacon_dp: float = _hyperparameter(DEACON_DP, Interval(Real, 0, None, closed="neither"))
     deacon_xi: float = _hyperparameter(DEACON_XI, unit_interval("neither"))
-    deacon_inner_steps: int = _hyperparameter(DEACON_INNER_STEPS, Interval(Integral, 0, None, closed="left"))
+    deacon_inner_steps: int = _hyperparameter(DEACON_INNER_STEPS, non_negative_int())
     kernel_size: int = _hyperparameter(3, positive_int())
     dim_feedforward: int | None = _hyperparameter(None, positive_int(), None)
     dropout: float = _hyperparameter(0.1, unit_interval("left"))

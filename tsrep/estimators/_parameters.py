@@ -28,7 +28,9 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
-from tsrep.backbones.config import DCTransformerConfig, check_constraints, positive_int, unit_interval
+from tsrep.backbones.config import (
+    DCTransformerConfig, check_constraints, non_negative_int, positive_int, unit_interval,
+)
 from tsrep.data.convert import SCALINGS
 from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import POOLINGS
@@ -40,10 +42,6 @@ __all__ = [
     "stored_parameters_init",
     "ENCODER", "PREPROCESSING", "TRAINING", "PRETRAINING", "COST", "FRONT_END", "LONG_RUNS", "BACKBONE",
 ]
-
-
-def _non_negative_int():
-    return Interval(Integral, 0, None, closed="left")
 
 
 _PATH = [str, os.PathLike, None]
@@ -66,7 +64,7 @@ TRAINING = {
     # case per process: such batches are skipped, so batch_size=1 would train nothing.
     "batch_size": (64, [Interval(Integral, 2, None, closed="left")]),
     "max_epochs": (100, [positive_int()]),
-    "min_steps": ("auto", [StrOptions({"auto"}), _non_negative_int()]),
+    "min_steps": ("auto", [StrOptions({"auto"}), non_negative_int()]),
     "validation_fraction": ("auto", [StrOptions({"auto"}), unit_interval("left")]),
     "patience": (20, [positive_int(), None]),
     "optimizer": ("adamw", [str, type]),  # which names and classes: _check_combinations (tsrep.training.optim)
@@ -87,7 +85,7 @@ TRAINING = {
 
 #: Masked-reconstruction pretraining and pretrained encoders (tsrep.estimators._pretraining).
 PRETRAINING = {
-    "pretrain_epochs": (0, [_non_negative_int()]),
+    "pretrain_epochs": (0, [non_negative_int()]),
     "mask_ratio": (0.15, [unit_interval("neither")]),
     "mask_mean_length": (3, [Interval(Real, 1, None, closed="left")]),
     "masking": ("geometric", [StrOptions(set(MASKINGS))]),
