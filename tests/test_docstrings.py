@@ -118,3 +118,40 @@ def test_parser_reads_shared_entries_and_stops_at_the_next_section():
     fitted_ : int
     """
     assert documented_parameters(doc) == {"alpha": "0.5", "beta": "0.5", "name": _NO_DEFAULT}
+
+
+#: Parameters whose entries may read differently in two estimators that share them, with the reason; every
+#: other shared parameter (the training recipe above all, which is the same in every estimator) must be written
+#: word for word alike, so that an edit to one copy that misses the others fails here instead of drifting.
+TASK_SPECIFIC = {"validation_fraction": "the auto rule's threshold differs for a classifier and a regressor"}
+NETWORK_SPECIFIC = {
+    "d_model", "n_blocks", "n_heads", "kernel_size", "dim_feedforward", "pooling", "norm",  # other networks
+    "augmentation", "checkpoint_dir", "warm_start",  # the EA-DC-Transformer's stem, pretraining, token front end
+    "n_estimators",  # the EA-DC-Transformer's entry also states the measured ensemble gains and max_tokens
+}
+SHARED_ENTRY_PAIRS = [
+    ("tsrep.EADCTransformerClassifier", "tsrep.EADCTransformerRegressor",
+     set(TASK_SPECIFIC) | {"n_estimators", "max_tokens"}),  # the measured gains and the token rule: classifier only
+    ("tsrep.estimators.BackboneClassifier", "tsrep.estimators.BackboneRegressor", set(TASK_SPECIFIC)),
+    ("tsrep.EADCTransformerClassifier", "tsrep.estimators.BackboneClassifier", NETWORK_SPECIFIC),
+    ("tsrep.EADCTransformerRegressor", "tsrep.estimators.BackboneRegressor", NETWORK_SPECIFIC),
+]
+
+
+def _parameter_entries(cls: type) -> dict[str, tuple[str, str]]:
+    from numpydoc.docscrape import ClassDoc
+
+    return {p.name: (p.type, " ".join(" ".join(p.desc).split())) for p in ClassDoc(cls)["Parameters"]}
+
+
+@pytest.mark.parametrize("first, second, may_differ", SHARED_ENTRY_PAIRS,
+                         ids=[f"{a.rpartition('.')[2]}-{b.rpartition('.')[2]}" for a, b, _ in SHARED_ENTRY_PAIRS])
+def test_parameters_two_estimators_share_are_documented_word_for_word_alike(first, second, may_differ):
+    a, b = _parameter_entries(_load(first)), _parameter_entries(_load(second))
+    shared = (a.keys() & b.keys()) - may_differ
+    assert len(shared) >= 15, f"{first} and {second} share only {sorted(shared)}: the parser lost the entries"
+    drifted = sorted(name for name in shared if a[name] != b[name])
+    assert not drifted, (
+        f"{first} and {second} document {drifted} differently; write the shared entries alike (or list the "
+        "parameter, with its reason, among those that may differ)"
+    )
