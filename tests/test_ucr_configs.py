@@ -1,5 +1,5 @@
-"""The packaged UCR benchmark configs (tsrep/configs/ucr-dev.yaml, ucr.yaml, ucr-holdout.yaml) load and validate
-(no training)."""
+"""The packaged UCR benchmark configs (tsrep/configs/ucr-dev.yaml, ucr.yaml, ucr-holdout.yaml,
+ucr-offpanel.yaml) load and validate (no training)."""
 
 from tsrep.benchmarks import load_config
 from tsrep.benchmarks.published import published_results
@@ -27,3 +27,13 @@ def test_holdout_config_is_off_the_panel_and_has_published_columns():
     assert holdout.models == ["ea-dc-transformer", "aeon:minirocket"] and holdout.seeds == [0, 1]
     assert not holdout.params and not holdout.model_params and not holdout.grid  # the defaults, as on the panel
     assert holdout.published == dev.published and holdout.published_split == "fold0"
+
+
+def test_offpanel_config_is_off_both_panels_and_on_disk():
+    dev, holdout, offpanel = load_config("ucr-dev"), load_config("ucr-holdout"), load_config("ucr-offpanel")
+    assert len(offpanel.datasets) == 35 == len(set(offpanel.datasets))
+    assert not set(offpanel.datasets) & (set(dev.datasets) | set(holdout.datasets))
+    assert set(offpanel.datasets) <= set(list_datasets("ucr", available_offline=True))
+    assert offpanel.models == ["ea-dc-transformer", "resnet", "aeon:minirocket"] and offpanel.seeds == [0]
+    assert not offpanel.params and not offpanel.model_params and not offpanel.grid  # the defaults
+    assert offpanel.published == dev.published and offpanel.published_split == "fold0"
