@@ -270,6 +270,8 @@ FIT_DATA_CASES = [
      "y holds no class label (NaN or None) for case(s) 2"),
     ("infinite label", lambda: (X, np.where(np.arange(8) == 5, -np.inf, np.arange(8) % 2)),
      "y holds an infinite class label for case(s) 5"),
+    ("int label past float's range", lambda: (X, np.array([10**400, 1] * 4, dtype=object)),
+     "y type is unknown"),  # scikit-learn's refusal, reached without an OverflowError from the infinity check
     ("mixed int and str labels", lambda: (X, np.array([1, "b"] * 4, dtype=object)),
      "y mixes class labels of different kinds (number 1, str 'b')"),
     ("one class", lambda: (X, np.array(["a"] * 8)), "y must contain at least 2 unique labels"),

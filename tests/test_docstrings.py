@@ -123,7 +123,7 @@ def test_parser_reads_shared_entries_and_stops_at_the_next_section():
 #: Parameters whose entries may read differently in two estimators that share them, with the reason; every
 #: other shared parameter (the training recipe above all, which is the same in every estimator) must be written
 #: word for word alike, so that an edit to one copy that misses the others fails here instead of drifting.
-TASK_SPECIFIC = {"validation_fraction": "the auto rule's threshold differs for a classifier and a regressor"}
+TASK_SPECIFIC = {"validation_fraction"}  # the auto rule's threshold differs for a classifier and a regressor
 NETWORK_SPECIFIC = {
     "d_model", "n_blocks", "n_heads", "kernel_size", "dim_feedforward", "pooling", "norm",  # other networks
     "augmentation", "checkpoint_dir", "warm_start",  # the EA-DC-Transformer's stem, pretraining, token front end
@@ -131,8 +131,8 @@ NETWORK_SPECIFIC = {
 }
 SHARED_ENTRY_PAIRS = [
     ("tsrep.EADCTransformerClassifier", "tsrep.EADCTransformerRegressor",
-     set(TASK_SPECIFIC) | {"n_estimators", "max_tokens"}),  # the measured gains and the token rule: classifier only
-    ("tsrep.estimators.BackboneClassifier", "tsrep.estimators.BackboneRegressor", set(TASK_SPECIFIC)),
+     TASK_SPECIFIC | {"n_estimators", "max_tokens"}),  # the measured gains and the token rule: classifier only
+    ("tsrep.estimators.BackboneClassifier", "tsrep.estimators.BackboneRegressor", TASK_SPECIFIC),
     ("tsrep.EADCTransformerClassifier", "tsrep.estimators.BackboneClassifier", NETWORK_SPECIFIC),
     ("tsrep.EADCTransformerRegressor", "tsrep.estimators.BackboneRegressor", NETWORK_SPECIFIC),
 ]

@@ -191,7 +191,9 @@ def check_class_labels(y) -> None:
             f"y holds no class label (NaN or None) for case(s) {_first(missing)}; every case needs a label "
             "(drop those cases, or give their labels)"
         )
-    infinite = np.flatnonzero([isinstance(v, numbers.Real) and math.isinf(v) for v in labels])
+    # An int is never infinite (and one past float's range would overflow math.isinf).
+    infinite = np.flatnonzero([isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) and math.isinf(v)
+                               for v in labels])
     if len(infinite):  # scikit-learn's type_of_target would cast it to an int with a RuntimeWarning first
         raise ValueError(
             f"y holds an infinite class label for case(s) {_first(infinite)}; class labels must be finite numbers "
