@@ -381,11 +381,51 @@ def test_compile_option_compiles_the_encoder_in_place():
     assert set(model.state_dict()) == set(plain._build_model(2).state_dict())  # pickles and checkpoints as before
 
 
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_compiled_model_matches_eager_outputs_gradients_and_batchnorm_statistics(checkpointing):
+    """torch.compile traces the whole padded model (custom autograd Functions and the masked BatchNorm give way to
+    plain ops under tracing; fullgraph=True fails on any graph break); checkpointed layers run eagerly.
+    aot_eager runs dynamo and AOT autograd, where tracing fails, without a C++ compiler."""
+    torch._dynamo.reset()
+    eager = small_model(checkpointing=checkpointing)
+    for module in eager.modules():  # compiled and eager code draw different dropout masks
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        elif isinstance(getattr(module, "dropout", None), float):
+            module.dropout = 0.0  # the attention's map dropout
+    compiled = copy.deepcopy(eager)
+    compiled.encoder.compile(backend="aot_eager", fullgraph=not checkpointing)
+    x, valid = padded_batch()
+    y = torch.tensor([0, 1, 2, 1])
+    out_eager, out_compiled = eager(x, valid), compiled(x, valid)
+    F.cross_entropy(out_eager, y).backward()
+    F.cross_entropy(out_compiled, y).backward()
+    torch.testing.assert_close(out_compiled, out_eager, rtol=1e-4, atol=1e-5)
+    for (name, a), b in zip(eager.named_parameters(), compiled.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-3, atol=1e-5, msg=name)
+    for (name, a), b in zip(eager.named_buffers(), compiled.buffers()):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-6, msg=name)
+    torch._dynamo.reset()
+
+
+def test_compile_dict_is_torch_compiles_options_and_fits_like_eager():
+    """compile={...} reaches torch.compile; without dropout the compiled fit follows the eager one."""
+    torch._dynamo.reset()
+    X, y = toy_data()
+    options = dict(SMALL, dropout=0.0)
+    plain = EADCTransformerClassifier(**options).fit(X, y)
+    compiled = EADCTransformerClassifier(compile={"backend": "aot_eager"}, **options).fit(X, y)
+    assert compiled.module_.encoder._compiled_call_impl is not None
+    np.testing.assert_allclose(compiled.predict_proba(X), plain.predict_proba(X), rtol=0, atol=1e-4)
+    torch._dynamo.reset()
+
+
 @pytest.mark.parametrize(
     "params,match",
     [
         ({"checkpointing": "yes"}, "checkpointing"),
         ({"compile": "no"}, "compile"),
+        ({"compile": {"fullgrph": True}}, "compile.*fullgrph"),
         ({"mixed_precision": "fp16"}, "mixed_precision"),
         ({"patch_len": 0}, "patch_len"),
         ({"patch_len": 4, "patch_stride": 5}, "patch_stride"),

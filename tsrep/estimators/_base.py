@@ -8,7 +8,7 @@ import numpy as np
 from tsrep.backbones import DCTransformerConfig, DCTransformerEncoder, SeriesModel
 from tsrep.backbones.config import split_width
 from tsrep.estimators._cost import (
-    check_front_end_combinations, compiled_if_asked, encoder_cost_options, member_max_tokens,
+    check_front_end_combinations, compile_options, compiled_if_asked, encoder_cost_options, member_max_tokens,
 )
 from tsrep.estimators._harness import DeepSeriesEstimator
 from tsrep.estimators._memory import check_estimator_memory
@@ -45,6 +45,7 @@ class EADCTransformerMixin(DeepSeriesEstimator):
         DCTransformerConfig.check_combinations(self.get_params(deep=False))
         check_pretraining_combinations(self)
         check_front_end_combinations(self)
+        compile_options(self.compile)
 
     # ----------------------------------------------------------------- the harness's hooks
     def _fit_front_end(self, cases: list) -> None:

@@ -6,6 +6,7 @@ front ends, which change the tokens the encoder sees (tsrep.nn.patching).
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import torch
@@ -80,9 +81,27 @@ def encoder_cost_options(est) -> dict:
     return {"checkpointing": bool(est.checkpointing), "autocast_dtype": MIXED_PRECISIONS[est.mixed_precision]}
 
 
+def compile_options(compile) -> dict | None:
+    """torch.compile's keyword arguments of a `compile` parameter (True: {}; a dict: itself), None for False.
+
+    ValueError naming `compile` for a key torch.compile does not take."""
+    if compile is False:
+        return None
+    options = {} if compile is True else dict(compile)
+    known = set(inspect.signature(torch.compile).parameters) - {"model"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(
+            f"compile={compile!r}: torch.compile takes no keyword {', '.join(map(repr, unknown))}; "
+            f"it takes {', '.join(sorted(known))}"
+        )
+    return options
+
+
 def compiled_if_asked(est, encoder: torch.nn.Module) -> torch.nn.Module:
-    """The encoder, compiled in place when est.compile is True."""
-    if est.compile:
+    """The encoder, compiled in place (torch.compile with est.compile's options) unless est.compile is False."""
+    options = compile_options(est.compile)
+    if options is not None:
         # In place: the state_dict keys stay those of the plain module (pickling, checkpoints).
-        encoder.compile()
+        encoder.compile(**options)
     return encoder

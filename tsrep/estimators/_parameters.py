@@ -97,7 +97,7 @@ PRETRAINING = {
 COST = {
     "checkpointing": (False, ["boolean"]),
     "mixed_precision": (None, [StrOptions({"bf16"}), None]),
-    "compile": (False, ["boolean"]),
+    "compile": (False, ["boolean", dict]),
 }
 
 #: How a series becomes tokens (tsrep.nn.patching).

@@ -206,9 +206,13 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
         Run the encoder under torch.autocast with bfloat16 (matrix products and convolutions in
         bf16; softmax, norms and the loss in fp32). Fast on GPUs and on CPUs with native bf16;
         on CPUs without it (AVX2 only) it is slower than fp32 (benchmarks/perf.py).
-    compile : bool, default=False
+    compile : bool or dict, default=False
         torch.compile the encoder (opt-in: the first batches of each new shape pay for the
-        compilation; on a CPU it needs a C++ compiler).
+        compilation; on a CPU it needs a C++ compiler). A dict is passed to torch.compile as
+        keyword arguments, e.g. ``{"mode": "max-autotune-no-cudagraphs"}`` or
+        ``{"backend": "aot_eager"}``. The hand-written memory savers of the attention give way to
+        plain torch operations under compilation, which fuses and plans memory itself;
+        checkpointed layers run uncompiled.
     patch_len : "auto", int or None, default="auto"
         PatchTST-style front end for long series: tokens of patch_len steps (all channels, projected
         to d_model) every patch_stride steps; attention maps shrink by the stride squared. A token

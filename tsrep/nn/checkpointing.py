@@ -37,6 +37,8 @@ def frozen_batchnorm_statistics(module: nn.Module):
                 m.num_batches_tracked.copy_(counter)
 
 
+# torch.compile cannot trace a checkpoint with a context_fn: a checkpointed layer runs eagerly, the rest compiled.
+@torch.compiler.disable
 def checkpointed(layer: nn.Module, *args):
     """layer(*args), keeping only args for backward when gradients are needed (else a plain call)."""
     if not torch.is_grad_enabled():

@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep.nn._compile import compiling
+
 MAP_CONV_MASKS = ("full", "causal", "cross")
 
 
@@ -125,6 +127,8 @@ class AttentionMapEvolution(nn.Module):
     def _convolve_and_blend(self, a_in: torch.Tensor, owned: bool = False) -> torch.Tensor:
         """beta * ReLU(conv(A_in)) + (1 - beta) * A_in, keeping for backward only A_in and the ReLU's sign;
         owned: A_in may be overwritten by the result."""
+        if compiling():
+            return torch.lerp(a_in, F.relu(self._convolve(a_in)), self.beta)
         weight, pre_pad = self._weight_and_pre_pad()
         bias = self.conv.bias
         device = a_in.device.type
@@ -256,7 +260,9 @@ class QueryKeyProduct(torch.autograd.Function):
 
 
 def query_key_product(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """(..., M, d), (..., N, d) -> (..., M, N) = q @ k^T (see QueryKeyProduct)."""
+    """(..., M, d), (..., N, d) -> (..., M, N) = q @ k^T (see QueryKeyProduct; a plain product under torch.compile)."""
+    if compiling():
+        return q @ k.transpose(-2, -1)
     return QueryKeyProduct.apply(q, k)
 
 

@@ -19,6 +19,9 @@ and recomputes the dropped weights in backward.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
+
+from tsrep.nn._compile import compiling
 
 _LEVELS = 1 << 16
 
@@ -41,6 +44,10 @@ def attend_values(scores: torch.Tensor, v: torch.Tensor, p: float) -> torch.Tens
     """
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {p!r}")
+    if compiling():
+        # torch.compile fuses the softmax, its own dropout and the product, and draws its own random numbers.
+        probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
+        return F.dropout(probs.to(v.dtype), p) @ v
     keep, scale = keep_mask(scores, p) if p > 0 else (None, 1.0)
     return SoftmaxDropoutValues.apply(scores, v, keep, scale)
 

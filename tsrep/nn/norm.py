@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tsrep.nn._compile import compiling
+
 NORMS = ("layer", "batch")
 
 
@@ -43,8 +45,14 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         if self.training and self.process_group is not None:
             return self._forward_synced(x, valid)
         if not self.training or valid is None:
-            # Eval uses running statistics; without padding the stock BatchNorm is exact.
-            return super().forward(x.transpose(1, 2)).transpose(1, 2)
+            # Eval uses running statistics; without padding the stock BatchNorm is exact. Under torch.compile
+            # its input is made contiguous: the traced graph assumed other output strides than the CPU kernel's.
+            channels_first = x.transpose(1, 2)
+            if compiling():
+                channels_first = channels_first.contiguous()
+            return super().forward(channels_first).transpose(1, 2)
+        if compiling():
+            return self._forward_weighted(x, valid)
         flat = x[valid]  # (n_valid, C): only real steps feed the statistics
         normed = super().forward(flat)
         out = torch.zeros_like(x)
@@ -67,18 +75,39 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         if self.affine:
             normed = normed * self.weight + self.bias
         normed = normed.to(x.dtype)
-        if self.track_running_stats:
-            with torch.no_grad():
-                self.num_batches_tracked.add_(1)
-                factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
-                unbiased = var * n / (n - 1).clamp_min(1)
-                self.running_mean.lerp_(mean.to(self.running_mean.dtype), factor)
-                self.running_var.lerp_(unbiased.to(self.running_var.dtype), factor)
+        self._update_running_statistics(mean, var, n)
         if valid is None:
             return normed.view_as(x)
         out = torch.zeros_like(x)
         out[valid] = normed
         return out
+
+
+    def _forward_weighted(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, C); valid: (B, T) bool -> (B, T, C): the statistics of the indexed path from sums weighted
+        by the mask, with no shape that depends on the data (torch.compile cannot trace x[valid])."""
+        dtype = torch.promote_types(x.dtype, torch.float32)
+        weights = valid.unsqueeze(-1).to(dtype)  # (B, T, 1)
+        xf = x.to(dtype)
+        n = weights.sum()
+        mean = (xf * weights).sum((0, 1)) / n
+        var = ((xf - mean).square() * weights).sum((0, 1)) / n  # biased, as BatchNorm normalises
+        normed = (xf - mean) * torch.rsqrt(var + self.eps)
+        if self.affine:
+            normed = normed * self.weight + self.bias
+        self._update_running_statistics(mean, var, n)
+        return (normed * weights).to(x.dtype)  # zero at padded steps, as the indexed path leaves them
+
+    def _update_running_statistics(self, mean: torch.Tensor, var: torch.Tensor, n: torch.Tensor) -> None:
+        """BatchNorm's running-statistics update from a batch's mean, biased variance and number of rows."""
+        if not self.track_running_stats:
+            return
+        with torch.no_grad():
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+            unbiased = var * n / (n - 1).clamp_min(1)
+            self.running_mean.lerp_(mean.to(self.running_mean.dtype), factor)
+            self.running_var.lerp_(unbiased.to(self.running_var.dtype), factor)
 
 
 class SequenceNorm(nn.Module):
