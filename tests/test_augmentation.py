@@ -14,6 +14,7 @@ from tsrep.nn.augmentation import (
     resolve_augmentation,
     validate_augmentation,
     window_slice,
+    window_warp,
 )
 
 
@@ -22,6 +23,7 @@ def test_names_are_put_in_application_order_and_bad_names_are_refused():
     assert validate_augmentation("jitter") == ("jitter",)
     assert validate_augmentation(["jitter", "window_slice"]) == ("window_slice", "jitter")
     assert validate_augmentation("jitter+window_slice") == ("window_slice", "jitter")
+    assert validate_augmentation("window_slice+window_warp") == ("window_warp", "window_slice")
     for bad in ("mixup", ["jitter", "jitter"], 3, "", "jitter+"):
         with pytest.raises(ValueError, match="augmentation"):
             validate_augmentation(bad)
@@ -55,18 +57,73 @@ def test_window_slice_of_a_ramp_is_a_ramp_over_a_random_90_percent_window():
     assert len(set(starts.tolist())) > 3  # the window moves from case to case
 
 
-def test_window_slice_reads_each_series_within_its_own_length_and_padding_stays_zero():
-    torch.manual_seed(1)
-    lengths = torch.tensor([30, 12, 50])
-    x = torch.randn(3, 50, 2)
-    valid = torch.arange(50)[None] < lengths[:, None]
+def augment_padded_batch(name, lengths, seed):
+    """(x, valid, out): a random padded batch augmented by `name`, checked to read nothing from the padding."""
+    torch.manual_seed(seed)
+    t = int(lengths.max())
+    x = torch.randn(len(lengths), t, 2)
+    valid = torch.arange(t)[None] < lengths[:, None]
     x[~valid] = 1e6  # anything read from padding would show
-    out = SeriesAugmentation("window_slice").train()(x, valid)
+    out = SeriesAugmentation(name).train()(x, valid)
     assert torch.all(out[~valid] == 0)
     assert out[valid].abs().max() < 10
+    return x, valid, out
+
+
+def test_window_slice_reads_each_series_within_its_own_length_and_padding_stays_zero():
+    lengths = torch.tensor([30, 12, 50])
+    x, valid, _ = augment_padded_batch("window_slice", lengths, seed=1)
     # A full window (fraction 1) is the identity on the valid steps.
     same = window_slice(x, lengths, fraction=1.0)
     assert torch.allclose(same[valid], x[valid])
+
+
+def slow_window_warp(series, start, width, factor):
+    """One series warped step by step. The warped series lasts length - width + width * factor steps: time runs
+    at 1 / factor inside [start, start + width * factor) and at 1 elsewhere. Each of the length output steps reads
+    the warped series at its share of that duration, i.e. the original series (linearly interpolated) at the
+    time the warp maps it back to."""
+    length = len(series)
+    duration = length - 1 - width + width * factor
+    out = np.empty(length)
+    for j in range(length):
+        u = j * duration / (length - 1)
+        if u < start:
+            source = u
+        elif u < start + width * factor:
+            source = start + (u - start) / factor
+        else:
+            source = start + width + (u - start - width * factor)
+        out[j] = np.interp(source, np.arange(length), series)
+    return out
+
+
+def test_window_warp_matches_a_step_by_step_reference():
+    """Each case draws a window start and a factor; recover them by matching the reference on every candidate."""
+    torch.manual_seed(4)
+    length, n = 60, 16
+    x = torch.cumsum(torch.randn(n, length, 1), dim=1)
+    out = window_warp(x, torch.full((n,), length))[..., 0].numpy()
+    width = round(0.1 * length)
+    factors_seen = set()
+    for i in range(n):
+        series = x[i, :, 0].numpy()
+        errors = {
+            (start, factor): np.abs(slow_window_warp(series, start, width, factor) - out[i]).max()
+            for start in range(length - width) for factor in (0.5, 2.0)
+        }
+        (start, factor), error = min(errors.items(), key=lambda item: item[1])
+        assert error < 1e-4, (i, start, factor, error)
+        factors_seen.add(factor)
+    assert factors_seen == {0.5, 2.0}
+
+
+def test_window_warp_stays_within_each_series_and_padding_stays_zero():
+    lengths = torch.tensor([40, 33, 60])
+    x, _, out = augment_padded_batch("window_warp", lengths, seed=5)
+    # First and last valid steps are kept: the warp moves the inside of a series, not its ends.
+    last = lengths - 1
+    assert torch.allclose(out[:, 0], x[:, 0]) and torch.allclose(out[torch.arange(3), last], x[torch.arange(3), last])
 
 
 def test_scaling_and_jitter_have_the_documented_sizes():

@@ -158,15 +158,15 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
         rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
         ``fit``; the product is scaled to mean 1 over TRAIN. Classification only.
     augmentation : "auto", None, str or sequence of str, default="auto"
-        Random label-preserving distortions of every training batch (tsrep.nn.augmentation):
-        "window_slice" (a random 90 % window stretched back to full length), "scaling" (x N(1, 0.1^2)
-        per case and channel), "jitter" (N(0, 0.05^2) noise per step), named joined by "+" or as a
-        sequence and applied in that order; never at prediction. "auto": all three when TRAIN has fewer
-        than 100 cases and the model has no convolutional stem (``conv_stem_``; scaling and jitter
-        alone when a training series is shorter than 32 steps), none otherwise (used:
-        ``augmentation_``). None: train on the series as given (the paper's
-        protocol). Small training sets of long series gain most; larger ones underfit within the
-        same step budget (measured in the user guide's training recipe page).
+        Random label-preserving distortions of every training batch (tsrep.nn.augmentation): "window_warp"
+        (a random 10 % window played at half or twice its speed), "window_slice" (a random 90 % window
+        stretched back to full length), "scaling" (x N(1, 0.1^2) per case and channel), "jitter"
+        (N(0, 0.05^2) noise per step), named joined by "+" or as a sequence and applied in that order; never
+        at prediction. "auto": all four when TRAIN has fewer than 100 cases and the model has no
+        convolutional stem (``conv_stem_``; scaling and jitter alone when a training series is shorter than
+        32 steps), none otherwise (used: ``augmentation_``). None: train on the series as given (the paper's
+        protocol). Small training sets of long series gain most; larger ones underfit within the same step
+        budget (measured in the user guide's training recipe page).
     grad_clip : float or None, default=4.0
     n_estimators : int >= 1, default=1
         Seed ensemble: members identical but for their seed (drawn from random_state) and, when
