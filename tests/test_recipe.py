@@ -20,7 +20,7 @@ from tsrep.estimators._recipe import (
     resolve_validation_fraction,
 )
 from tsrep.models import get_model
-from tsrep.nn.patching import AUTO_FEW_TOKENS_MIN_CASES, auto_patch, resolve_max_tokens
+from tsrep.nn.patching import auto_patch, resolve_max_tokens
 from tsrep.training.callbacks import Callback
 from tsrep.training.schedules import LRSchedule
 
@@ -222,17 +222,15 @@ def test_auto_tokens_rule():
     assert clf.module_.encoder.patching.stride == 4
 
 
-def test_auto_token_budget_is_32_for_a_classifier_of_64_cases_or_more():
-    assert resolve_max_tokens("auto", "classification", AUTO_FEW_TOKENS_MIN_CASES) == 32
-    assert resolve_max_tokens("auto", "classification", AUTO_FEW_TOKENS_MIN_CASES - 1) == 64
-    assert resolve_max_tokens("auto", "regression", 10_000) == 64
-    assert resolve_max_tokens(48, "classification", 10_000) == 48
+def test_auto_token_budget_is_32_for_a_classifier_and_64_for_a_regressor():
+    assert resolve_max_tokens("auto", "classification") == 32
+    assert resolve_max_tokens("auto", "regression") == 64
+    assert resolve_max_tokens(48, "classification") == 48
     # 200 steps: 32 tokens -> stride ceil(200 / 32) = 7; 64 tokens -> stride max(4, ceil(200 / 64)) = 4.
-    many = EADCTransformerClassifier(**TINY).fit(*_toy(64, t=200))
-    assert (many.max_tokens_, many.patch_len_, many.patch_stride_) == (32, 14, 7)
-    assert many.module_.encoder.n_positions == 29  # ceil((200 - 14) / 7) + 1 windows
-    few = EADCTransformerClassifier(**TINY).fit(*_toy(62, t=200))
-    assert (few.max_tokens_, few.patch_len_, few.patch_stride_) == (64, 8, 4)
+    for n_cases in (64, 20):  # small and larger training sets alike
+        clf = EADCTransformerClassifier(**TINY).fit(*_toy(n_cases, t=200))
+        assert (clf.max_tokens_, clf.patch_len_, clf.patch_stride_) == (32, 14, 7)
+        assert clf.module_.encoder.n_positions == 29  # ceil((200 - 14) / 7) + 1 windows
     X, _ = _toy(64, t=200)
     reg = EADCTransformerRegressor(**TINY).fit(X, X[:, 0, :20].mean(axis=1))
     assert (reg.max_tokens_, reg.patch_stride_) == (64, 4)

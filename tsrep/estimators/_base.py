@@ -56,7 +56,7 @@ class EADCTransformerMixin(DeepSeriesEstimator):
         super()._fit_front_end(cases)  # standardisation and lengths
         # patch_len="auto" and max_tokens="auto": the token rules of tsrep.nn.patching, fixed here on the
         # training data.
-        self.max_tokens_ = resolve_max_tokens(member_max_tokens(self.max_tokens, 0), self._task, len(cases))
+        self.max_tokens_ = resolve_max_tokens(member_max_tokens(self.max_tokens, 0), self._task)
         self.patch_len_, self.patch_stride_ = resolve_front_end(
             self.patch_len, self.patch_stride, self.downsample, self.n_channels_, self.max_len_,
             per_step_only=bool(self.pretrain_epochs), max_tokens=self.max_tokens_,

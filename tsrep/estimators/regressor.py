@@ -234,8 +234,8 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         The token budget of ``patch_len="auto"``: patches of 2S steps every S = max(4, ceil(T /
         max_tokens)) steps, so at most about max_tokens tokens per series (attention maps are N x N:
         halving the tokens about halves the fit time).
-        "auto" (tsrep.nn.patching.resolve_max_tokens): 64 for a regressor (the classifier's
-        fewer tokens on larger sets were not measured on regression problems). Used:
+        "auto" (tsrep.nn.patching.resolve_max_tokens): 64 for a regressor (the classifier's 32
+        tokens were not measured on regression problems). Used:
         ``max_tokens_``. With n_estimators >= 2 a sequence gives the members their budgets in turn,
         e.g. ``(64, 32)``: members then differ in the granularity of their tokens as well as in their
         seed (a multi-scale ensemble; measured in the user guide's training recipe page).
