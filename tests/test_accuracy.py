@@ -20,7 +20,8 @@ def test_gunpoint_accuracy_with_the_default_recipe():
     X_test, y_test = load_gunpoint(split="test")
     # Every default (patch tokens, one-cycle AdamW, all 50 cases, no split) but a shorter budget.
     clf = EADCTransformerClassifier(random_state=0, min_steps=300).fit(X, y)
-    assert clf.validation_fraction_ == 0.0 and clf.patch_len_ == 8
+    # 32 tokens of 150 steps: stride ceil(150 / 32) = 5, patches of 10 steps.
+    assert clf.validation_fraction_ == 0.0 and (clf.max_tokens_, clf.patch_len_) == (32, 10)
     assert clf.score(X_test, y_test) >= 0.95
 
 
