@@ -11,7 +11,10 @@ from __future__ import annotations
 import torch
 
 
+# torch.compiler.is_compiling from torch 2.3; torch._dynamo's before. Looked up once: compiling() runs in every layer.
+_is_compiling = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
+
+
 def compiling() -> bool:
-    """True while torch.compile traces the calling code (torch.compiler.is_compiling; torch._dynamo's before 2.3)."""
-    is_compiling = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
-    return bool(is_compiling())
+    """True while torch.compile traces the calling code."""
+    return bool(_is_compiling())

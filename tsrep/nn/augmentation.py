@@ -115,6 +115,12 @@ def window_slice(x: torch.Tensor, lengths: torch.Tensor, fraction: float = WINDO
     # Output step j of a series of L steps reads the window at start + j * (keep - 1) / (L - 1).
     step = (keep - 1) / torch.clamp(lengths.to(torch.float32) - 1, min=1.0)
     position = start[:, None] + torch.arange(t, device=x.device, dtype=torch.float32)[None] * step[:, None]
+    return read_at(x, position, lengths)
+
+
+def read_at(x: torch.Tensor, position: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """x: (B, T, C) read at fractional steps position (B, T') by linear interpolation -> (B, T', C); positions
+    are clamped to each series' valid steps [0, length - 1], so padding is never read."""
     last = (lengths - 1)[:, None]
     low = torch.minimum(position.floor().long(), last).clamp_min(0)
     high = torch.minimum(low + 1, last).clamp_min(0)
@@ -129,7 +135,7 @@ def window_warp(
     """x: (B, T, C), lengths: (B,) valid steps per case -> (B, T, C): in each series a random window of
     round(fraction * length) steps (at least 2) is stretched by a factor drawn from `scales` (2: played at half
     speed, 0.5: at twice the speed), and the warped series is resampled onto its own length."""
-    b, t, c = x.shape
+    b, t, _ = x.shape
     lengths = lengths.to(x.device)
     length = lengths.to(torch.float32)
     width = torch.clamp(torch.round(length * fraction), min=2.0)
@@ -145,12 +151,7 @@ def window_warp(
     source = torch.where(
         u < start, u, torch.where(u < start + width * factor, start + (u - start) / factor, u - width * factor + width)
     )
-    last = (lengths - 1)[:, None]
-    low = torch.minimum(source.floor().long(), last).clamp_min(0)
-    high = torch.minimum(low + 1, last).clamp_min(0)
-    weight = (source - low.to(torch.float32)).clamp(0.0, 1.0)[:, :, None].to(x.dtype)
-    take = lambda index: torch.gather(x, 1, index[:, :, None].expand(-1, -1, c))  # noqa: E731
-    return take(low) * (1 - weight) + take(high) * weight
+    return read_at(x, source, lengths)
 
 
 class SeriesAugmentation(nn.Module):
@@ -169,9 +170,7 @@ class SeriesAugmentation(nn.Module):
         b, t, c = x.shape
         lengths = torch.full((b,), t, device=x.device) if valid is None else valid.sum(1)
         if "window_warp" in self.names:
-            x = window_warp(x, lengths)
-            if valid is not None:
-                x = x * valid[:, :, None].to(x.dtype)
+            x = window_warp(x, lengths)  # padded steps are zeroed once, at the end
         if "window_slice" in self.names:
             x = window_slice(x, lengths)
         if "scaling" in self.names:

@@ -69,19 +69,13 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         n = totals[-1]
         mean = totals[:c] / n
         var = (totals[c : 2 * c] / n - mean * mean).clamp_min(0)  # biased, as BatchNorm normalises
-        # As the stock kernel under autocast: arithmetic in at least float32, output in x's dtype.
-        dtype = torch.promote_types(flat.dtype, torch.float32)
-        normed = (flat.to(dtype) - mean.to(dtype)) * torch.rsqrt(var + self.eps).to(dtype)
-        if self.affine:
-            normed = normed * self.weight + self.bias
-        normed = normed.to(x.dtype)
+        normed = self._normalised(flat, mean, var).to(x.dtype)
         self._update_running_statistics(mean, var, n)
         if valid is None:
             return normed.view_as(x)
         out = torch.zeros_like(x)
         out[valid] = normed
         return out
-
 
     def _forward_weighted(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         """x: (B, T, C); valid: (B, T) bool -> (B, T, C): the statistics of the indexed path from sums weighted
@@ -92,11 +86,15 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         n = weights.sum()
         mean = (xf * weights).sum((0, 1)) / n
         var = ((xf - mean).square() * weights).sum((0, 1)) / n  # biased, as BatchNorm normalises
-        normed = (xf - mean) * torch.rsqrt(var + self.eps)
-        if self.affine:
-            normed = normed * self.weight + self.bias
         self._update_running_statistics(mean, var, n)
-        return (normed * weights).to(x.dtype)  # zero at padded steps, as the indexed path leaves them
+        return (self._normalised(xf, mean, var) * weights).to(x.dtype)  # zero at padded steps, as indexing leaves them
+
+    def _normalised(self, rows: torch.Tensor, mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+        """(rows - mean) / sqrt(var + eps), then the affine map: as the stock kernel under autocast, in at least
+        float32 (the caller casts back to its input's dtype)."""
+        dtype = torch.promote_types(rows.dtype, torch.float32)
+        normed = (rows.to(dtype) - mean.to(dtype)) * torch.rsqrt(var + self.eps).to(dtype)
+        return normed * self.weight + self.bias if self.affine else normed
 
     def _update_running_statistics(self, mean: torch.Tensor, var: torch.Tensor, n: torch.Tensor) -> None:
         """BatchNorm's running-statistics update from a batch's mean, biased variance and number of rows."""
