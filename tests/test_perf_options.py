@@ -426,6 +426,8 @@ def test_compile_dict_is_torch_compiles_options_and_fits_like_eager():
         ({"checkpointing": "yes"}, "checkpointing"),
         ({"compile": "no"}, "compile"),
         ({"compile": {"fullgrph": True}}, "compile.*fullgrph"),
+        ({"compile": {"mode": "bogus"}}, "compile.*bogus"),
+        ({"compile": {"backend": "nope"}}, "compile.*nope"),
         ({"mixed_precision": "fp16"}, "mixed_precision"),
         ({"patch_len": 0}, "patch_len"),
         ({"patch_len": 4, "patch_stride": 5}, "patch_stride"),

@@ -84,7 +84,8 @@ def encoder_cost_options(est) -> dict:
 def compile_options(compile) -> dict | None:
     """torch.compile's keyword arguments of a `compile` parameter (True: {}; a dict: itself), None for False.
 
-    ValueError naming `compile` for a key torch.compile does not take."""
+    ValueError naming `compile` for a key torch.compile does not take or a value it refuses (an unknown mode or
+    backend), before any data is read."""
     if compile is False:
         return None
     options = {} if compile is True else dict(compile)
@@ -95,6 +96,10 @@ def compile_options(compile) -> dict | None:
             f"compile={compile!r}: torch.compile takes no keyword {', '.join(map(repr, unknown))}; "
             f"it takes {', '.join(sorted(known))}"
         )
+    try:
+        torch.compile(torch.nn.Identity(), **options)  # checks mode and backend; nothing is traced until a call
+    except Exception as error:
+        raise ValueError(f"compile={compile!r}: torch.compile refuses these options: {error}") from error
     return options
 
 
