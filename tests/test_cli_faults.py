@@ -192,7 +192,8 @@ def test_a_damaged_results_store_gives_guidance(tmp_path, capsys):
 def test_tune_killed_with_sigkill_fails_and_retries_the_trial_on_resume(tmp_path):
     db = tmp_path / "study.db"
     space = tmp_path / "space.yaml"
-    space.write_text(yaml.safe_dump({**TUNE_SPACE, "max_epochs": 8, "patience": None}))
+    # 40 epochs (about 0.1 s each here): the kill must land while trial 1 trains, seconds after its first epoch
+    space.write_text(yaml.safe_dump({**TUNE_SPACE, "max_epochs": 40, "patience": None}))
     args = ["--dataset", "BasicMotions", "--storage", str(db), "--study-name", "killed", "--max-trials", "3",
             "--search-space", str(space), "--pruner", "none", "--no-plots", "--quiet", "--output", str(tmp_path / "out")]
     cmd = [sys.executable, "-m", "tsrep.tuning.cli", *args]

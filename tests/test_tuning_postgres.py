@@ -27,7 +27,8 @@ from optuna.trial import TrialState
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_TRIALS = 6
-SPACE = {"d_model": [8, 16], "n_blocks": 1, "n_heads": 2, "max_epochs": 25, "min_steps": 0, "patience": None, "batch_size": 8}
+# 40 epochs: a trial trains for seconds after its first epoch, so the kill lands while it runs
+SPACE = {"d_model": [8, 16], "n_blocks": 1, "n_heads": 2, "max_epochs": 40, "min_steps": 0, "patience": None, "batch_size": 8}
 
 
 def _pg_bindir() -> Path:
