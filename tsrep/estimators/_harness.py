@@ -44,7 +44,9 @@ from tsrep.estimators._common import (
 from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, check_declared, constraints_of
 from tsrep.estimators._ensemble import fit_members
 from tsrep.estimators._long_runs import check_warm_start, restore_preprocessing, resume_settings, warm_state
-from tsrep.estimators._recipe import check_sample_weight, resolve_min_steps, resolve_validation_fraction
+from tsrep.estimators._recipe import (
+    check_sample_weight, resolve_min_steps, resolve_mixup, resolve_validation_fraction,
+)
 from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.callbacks import check_callbacks
@@ -279,6 +281,7 @@ class DeepSeriesEstimator:
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
         self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data), self._task)
         self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
+        self.mixup_ = resolve_mixup(self.mixup, self._task)
         self.augmentation_ = resolve_augmentation(
             self.augmentation, len(data), int(data.valid.sum(1).min()), getattr(self, "conv_stem_", None)
         )
@@ -298,6 +301,7 @@ class DeepSeriesEstimator:
             weight_decay=self.weight_decay,
             lr_schedule=self.lr_schedule,
             grad_clip=self.grad_clip,
+            mixup=self.mixup_,
             verbose=self.verbose,
         )
 

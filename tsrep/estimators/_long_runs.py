@@ -12,7 +12,7 @@ import numpy as np
 # network itself. Every other parameter must keep its value of the previous fit.
 RECIPE_PARAMS = frozenset({
     "lr", "batch_size", "max_epochs", "min_steps", "validation_fraction", "patience", "optimizer",
-    "optimizer_kwargs", "weight_decay", "lr_schedule", "label_smoothing", "class_weight", "grad_clip", "n_jobs",
+    "optimizer_kwargs", "weight_decay", "lr_schedule", "label_smoothing", "mixup", "class_weight", "grad_clip", "n_jobs",
     "device", "random_state", "verbose", "callbacks", "checkpoint_dir", "warm_start", "pretrain_epochs",
     "mask_ratio", "mask_mean_length", "masking", "pretrained_encoder",
 })

@@ -72,6 +72,7 @@ TRAINING = {
     "weight_decay": (0.01, [Interval(Real, 0, None, closed="left")]),
     "lr_schedule": ("onecycle", [StrOptions(set(LR_SCHEDULES))]),
     "label_smoothing": ("auto", [StrOptions({"auto"}), unit_interval("left")]),
+    "mixup": ("auto", [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")]),
     "class_weight": (None, [StrOptions({"balanced"}), dict, None]),
     "augmentation": ("auto", [str, list, tuple, None]),  # which names: tsrep.nn.augmentation
     "grad_clip": (4.0, [Interval(Real, 0, None, closed="neither"), None]),

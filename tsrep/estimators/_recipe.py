@@ -74,6 +74,18 @@ def resolve_label_smoothing(value) -> float:
     return AUTO_LABEL_SMOOTHING if value == "auto" else float(value)
 
 
+#: ``mixup="auto"``: the alpha of a classifier's mixup (tsrep.training.mixup); a regressor has none.
+AUTO_MIXUP = 0.0
+
+
+def resolve_mixup(value, task: str) -> float:
+    """The mixup alpha the network trains with: `value` itself, or for "auto" AUTO_MIXUP for a classifier
+    and 0 (none) for a regressor."""
+    if value == "auto":
+        return AUTO_MIXUP if task == "classification" else 0.0
+    return float(value)
+
+
 def check_sample_weight(sample_weight, n_cases: int) -> np.ndarray | None:
     """A float array of n_cases finite, non-negative weights with a positive sum, or None."""
     if sample_weight is None:

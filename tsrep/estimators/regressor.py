@@ -165,6 +165,10 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         Computer Vision", CVPR 2016): the target puts 1 - s on the true class and s spread evenly
         over all classes. "auto": 0.1 for a classifier (measured in the user guide's training recipe
         page); a regressor has none ("auto" or 0 only). The value used is ``label_smoothing_``.
+    mixup : "auto" or float >= 0, default="auto"
+        Mixup (Zhang et al., "mixup: Beyond Empirical Risk Minimization", ICLR 2018): every training
+        batch is mixed with a shuffled copy of itself by a weight drawn from Beta(mixup, mixup), and
+        the loss alike (tsrep.training.mixup); 0: none. "auto": none. The value used is ``mixup_``.
     class_weight : None, "balanced" or dict, default=None
         Loss weight per class: "balanced" is n_cases / (n_classes * class count) (scikit-learn's
         rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
@@ -285,6 +289,8 @@ class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseR
         The share of TRAIN held out (validation_fraction="auto" resolved).
     min_steps_ : int
         The least number of optimiser steps (min_steps="auto" resolved).
+    mixup_ : float
+        The mixup alpha of training (mixup="auto" resolved; 0: none).
     augmentation_ : str, sequence of str or None
         The distortions applied to training batches (augmentation="auto" resolved; None: none).
     y_mean_, y_std_ : float

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from tsrep.training.callbacks import Callback, CallbackList, current_lr
 from tsrep.training.deacon import OptimizerWithDeacon, with_deacon
 from tsrep.training.distributed import DataParallel, is_main_process
+from tsrep.training.mixup import mix, mixup_partners
 from tsrep.training.optim import build_optimizer
 from tsrep.training.resume import TrainCheckpoint, rng_states, set_rng_states
 from tsrep.training.schedules import LRSchedule
@@ -36,7 +37,8 @@ class TrainConfig:
 
     The number of epochs is ``max_epochs``, raised where needed so that at least ``min_steps``
     optimiser steps are taken (small data sets give few steps per epoch); early stopping on a
-    validation split may end it sooner.
+    validation split may end it sooner. ``mixup`` > 0 trains on mixed batches with weights drawn from
+    Beta(mixup, mixup) (tsrep.training.mixup); 0 trains on the cases as they are.
     """
 
     lr: float = 1e-3
@@ -49,6 +51,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     lr_schedule: str = "none"
     grad_clip: float | None = 4.0
+    mixup: float = 0.0
     verbose: bool = False
 
 
@@ -402,6 +405,7 @@ class SupervisedTrainer(Trainer):
         super().__init__(model, optimizer, train.values, device, generator, config.batch_size, config.grad_clip,
                          config.lr, callbacks)
         self.train, self.val, self.loss_fn, self.score_fn = train, val, loss_fn, score_fn
+        self.mixup = config.mixup
         self.checkpoint = checkpoint
         self.history = History()
         self.epochs = max(config.max_epochs, math.ceil(config.min_steps / max(self.steps_per_epoch, 1)))
@@ -418,9 +422,20 @@ class SupervisedTrainer(Trainer):
         shard = self.parallel.shard(index)  # one process: index itself
         values, mask, targets = self.train.batch(shard, self.device)
         weights = self.train.batch_weights(shard, self.device)
+        if not self.mixup:
+            return self.case_loss(self.parallel.model(values, mask), targets, weights), len(shard), len(index)
+        lam, partners = mixup_partners(self.mixup, index, self.generator)
+        partners = self.parallel.shard(partners)
+        partner_values, partner_mask, partner_targets = self.train.batch(partners, self.device)
+        values, mask = mix(values, mask, partner_values, partner_mask, lam)
         outputs = self.parallel.model(values, mask)
-        loss = self.loss_fn(outputs, targets) if weights is None else self.loss_fn(outputs, targets, weights)
+        loss = lam * self.case_loss(outputs, targets, weights) + (1.0 - lam) * self.case_loss(
+            outputs, partner_targets, self.train.batch_weights(partners, self.device)
+        )
         return loss, len(shard), len(index)
+
+    def case_loss(self, outputs, targets, weights):
+        return self.loss_fn(outputs, targets) if weights is None else self.loss_fn(outputs, targets, weights)
 
     def after_step(self) -> None:
         self.schedule.after_step()
