@@ -74,8 +74,11 @@ def resolve_label_smoothing(value) -> float:
     return AUTO_LABEL_SMOOTHING if value == "auto" else float(value)
 
 
-#: ``mixup="auto"``: the alpha of a classifier's mixup (tsrep.training.mixup); a regressor has none.
-AUTO_MIXUP = 0.0
+#: ``mixup="auto"``: the alpha of a classifier's mixup (tsrep.training.mixup); a regressor has none. On the
+#: 12-problem UCR development panel the mean test accuracy rose on every seed: 0.887 / 0.882 / 0.881 against
+#: 0.881 / 0.873 / 0.874 without (seeds 0-2); eight problems gained (Beef +0.034, Lightning7 +0.032, ArrowHead
+#: +0.017), three lost (Ham -0.022, FaceFour -0.004, Adiac -0.003).
+AUTO_MIXUP = 0.2
 
 
 def resolve_mixup(value, task: str) -> float:

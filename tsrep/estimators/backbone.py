@@ -146,7 +146,8 @@ class BackboneClassifier(_BackboneMixin, SeriesClassifierMixin, BaseClassifier):
     mixup : "auto" or float >= 0, default="auto"
         Mixup (Zhang et al., "mixup: Beyond Empirical Risk Minimization", ICLR 2018): every training
         batch is mixed with a shuffled copy of itself by a weight drawn from Beta(mixup, mixup), and
-        the loss alike (tsrep.training.mixup); 0: none. "auto": none. The value used is ``mixup_``.
+        the loss alike (tsrep.training.mixup); 0: none. "auto": 0.2 for a classifier (measured in the
+        user guide's training recipe page), none for a regressor. The value used is ``mixup_``.
     class_weight : None, "balanced" or dict, default=None
         Loss weight per class: "balanced" is n_cases / (n_classes * class count) (scikit-learn's
         rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
@@ -292,7 +293,8 @@ class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
     mixup : "auto" or float >= 0, default="auto"
         Mixup (Zhang et al., "mixup: Beyond Empirical Risk Minimization", ICLR 2018): every training
         batch is mixed with a shuffled copy of itself by a weight drawn from Beta(mixup, mixup), and
-        the loss alike (tsrep.training.mixup); 0: none. "auto": none. The value used is ``mixup_``.
+        the loss alike (tsrep.training.mixup); 0: none. "auto": 0.2 for a classifier (measured in the
+        user guide's training recipe page), none for a regressor. The value used is ``mixup_``.
     class_weight : None, "balanced" or dict, default=None
         Loss weight per class: "balanced" is n_cases / (n_classes * class count) (scikit-learn's
         rule); a dict maps labels to weights (others weigh 1). Multiplies ``sample_weight`` of
