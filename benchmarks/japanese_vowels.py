@@ -88,12 +88,13 @@ def run_ours(args, seed, X_train, y_train, X_test, y_test):
         beta=args.beta,
         dropout=0.1,
         lr=1e-3,
-        # The paper's protocol: per-step tokens, RAdam at a constant lr, plain cross-entropy (no label smoothing),
-        # no weight decay or augmentation, a fixed epoch budget with early stopping on a split of TRAIN (not the
-        # package's default recipe).
+        # The paper's protocol: per-step tokens, RAdam at a constant lr, plain cross-entropy (no label smoothing
+        # or mixup), no weight decay or augmentation, a fixed epoch budget with early stopping on a split of TRAIN
+        # (not the package's default recipe).
         optimizer="radam",
         lr_schedule="none",
         label_smoothing=0.0,
+        mixup=0.0,
         weight_decay=0.0,
         augmentation=None,
         min_steps=0,
