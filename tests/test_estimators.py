@@ -75,7 +75,9 @@ def test_fitted_attributes_and_parameter_count():
 
 def test_loss_decreases_on_learnable_data():
     X, y = _data(n=48, seed=3)
-    params = {**TINY, "d_model": 16, "max_epochs": 25, "dropout": 0.0, "validation_fraction": 0.0}
+    # Without mixup: a mixed batch's loss has a floor well above zero (targets between classes), and this
+    # test is about the optimiser driving the plain loss down.
+    params = {**TINY, "d_model": 16, "max_epochs": 25, "dropout": 0.0, "validation_fraction": 0.0, "mixup": 0.0}
     clf = EADCTransformerClassifier(**params).fit(X, y)
     losses = clf.history_.train_loss
     assert losses[-1] < 0.5 * losses[0]
