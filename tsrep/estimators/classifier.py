@@ -234,8 +234,9 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
         "auto" (tsrep.nn.patching.resolve_max_tokens): 32 (on the UCR development panel, five seeds,
         32 tokens gained on the sets of 70 cases or more and, with window warping, on the three
         smallest; level on the two between). Used: ``max_tokens_``. With n_estimators >= 2 a
-        sequence gives the members their budgets in turn, e.g. ``(64, 32)``: members then differ in the granularity of their tokens as well as in their
-        seed (a multi-scale ensemble; measured in the user guide's training recipe page).
+        sequence gives the members their budgets in turn, e.g. ``(64, 32)``: members then differ in
+        the granularity of their tokens as well as in their seed (a multi-scale ensemble; measured in
+        the user guide's training recipe page).
     downsample : int or None, default=None
         Alternative front end: tokens are the means of windows of `downsample` steps (over valid
         steps). Neither front end works with pretraining (its loss is per step).
