@@ -19,6 +19,8 @@ from tsrep.training.deacon import (
     gha_steps,
     pca_layers,
     sanger_update,
+    tangent,
+    unit_rows,
     with_deacon,
 )
 
@@ -94,12 +96,18 @@ def test_optimizer_step_on_a_model_meets_both_constraints_and_lowers_the_loss_by
     before = [l.weight.detach().clone() for l in layers]
     grads = [l.weight.grad.clone() for l in layers]
     dP = 1e-4
-    DeaconOptimizer(layers, dP=dP).step()
+    opt = DeaconOptimizer(layers, dP=dP)
+    opt.step()
     dQ = 0.0
-    for l, w0, g in zip(layers, before, grads):
-        dW = l.weight.detach() - w0
+    for l, w0, g, dW in zip(layers, before, grads, opt.last_steps):
+        # The step: norm dP, <G, dW> = dQ = -xi dP ||G_t|| (G_t: G without the rows' radial parts), tangent.
         torch.testing.assert_close(dW.norm(), torch.tensor(dP, dtype=torch.double), rtol=1e-9, atol=0)
-        torch.testing.assert_close((g * dW).sum(), -0.8 * dP * g.norm(), rtol=1e-9, atol=0)
+        torch.testing.assert_close((g * dW).sum(), -0.8 * dP * tangent(g, w0).norm(), rtol=1e-9, atol=0)
+        torch.testing.assert_close((dW * w0).sum(1), torch.zeros(len(w0), dtype=torch.double), rtol=0, atol=1e-15)
+        # What W did: that step and rows back at length 1, which moves W by O(dP^2) more (plus the rows'
+        # float32 rounding of their initial length 1: the model was initialised in float32).
+        torch.testing.assert_close(l.weight.detach(), w0 + dW, rtol=0, atol=dP**2 + 1e-7)
+        torch.testing.assert_close(l.weight.detach().norm(dim=1), torch.ones(len(w0), dtype=torch.double))
         dQ += float((g * dW).sum())
     assert dQ < 0
     # First order: the loss falls by the sum of the layers' dQ.
@@ -115,10 +123,14 @@ def test_float32_layer_step_within_float_tolerance():
     torch.nn.functional.mse_loss(model(x), y).backward()
     layer = pca_layers(model)[0]
     w0, g = layer.weight.detach().clone(), layer.weight.grad.clone()
-    DeaconOptimizer([layer]).step()
-    dW = (layer.weight.detach() - w0).double()
+    opt = DeaconOptimizer([layer])
+    opt.step()
+    dW = opt.last_steps[0]
     assert abs(float(dW.norm()) - 0.2) < 1e-5
-    assert abs(float((g.double() * dW).sum()) - (-0.8 * 0.2 * float(g.double().norm()))) < 1e-5 * float(g.norm())
+    g_t = tangent(g.double(), w0.double())
+    assert abs(float((g.double() * dW).sum()) - (-0.8 * 0.2 * float(g_t.norm()))) < 1e-5 * float(g.norm())
+    assert layer.weight.dtype == torch.float32
+    torch.testing.assert_close(layer.weight.detach().norm(dim=1), torch.ones(layer.m))
 
 
 # ----------------------------------------------------------------------------- GHA-only updates
@@ -366,8 +378,9 @@ def test_optimizer_leaves_a_weight_without_requires_grad_alone():
 # ----------------------------------------------------------------------------- the inner loop
 def test_applied_change_keeps_norm_dP_and_dQ_with_the_default_inner_loop():
     """With the paper's i = 500 GHA-only updates per batch, the change DEACON applies to W is still
-    the constrained step: ||dW|| = dP and <G, dW> = dQ < 0 on every batch; its part orthogonal to G
-    points where the inner loop's GHA updates (run on a copy of W) lead."""
+    the constrained step, up to the rows' rescaling to length 1 (O(dP^2)): ||dW|| = dP and
+    <G, dW> = dQ < 0 on every batch; its part orthogonal to G points where the inner loop's GHA
+    updates (run on a copy of W) lead, among the changes that keep the rows' lengths."""
     torch.manual_seed(0)
     enc = DCTransformerEncoder(
         3, 12, d_model=16, n_blocks=1, n_heads=4, p=0.5, alpha=0.5, beta=0.5, dropout=0.0,
@@ -387,15 +400,16 @@ def test_applied_change_keeps_norm_dP_and_dQ_with_the_default_inner_loop():
         grads = [layer.weight.grad.clone() for layer in layers]
         targets = [gha_steps(w, layer.input_moment, 500, layer.gha_lr) for w, layer in zip(before, layers)]
         opt.step()
-        for layer, w0, g, target, recorded in zip(layers, before, grads, targets, opt.last_steps):
-            dW = layer.weight.detach() - w0
+        for layer, w0, g, target, dW in zip(layers, before, grads, targets, opt.last_steps):
             torch.testing.assert_close(dW.norm(), torch.tensor(0.2, dtype=torch.double), rtol=1e-9, atol=0)
-            torch.testing.assert_close((g * dW).sum(), -0.8 * 0.2 * g.norm(), rtol=1e-9, atol=0)
+            g_t = tangent(g, w0)
+            torch.testing.assert_close((g * dW).sum(), -0.8 * 0.2 * g_t.norm(), rtol=1e-9, atol=0)
             assert (g * dW).sum() < 0
-            torch.testing.assert_close(recorded, dW)
-            unit_g = g / g.norm()
+            torch.testing.assert_close(layer.weight.detach(), unit_rows(w0 + dW))
+            torch.testing.assert_close(layer.weight.detach(), w0 + dW, rtol=0, atol=0.2**2)
+            unit_g = g_t / g_t.norm()
             perp_dw = dW - (dW * unit_g).sum() * unit_g
-            hebb = target - w0
+            hebb = tangent(target - w0, w0)
             perp_hebb = hebb - (hebb * unit_g).sum() * unit_g
             cos = (perp_dw * perp_hebb).sum() / (perp_dw.norm() * perp_hebb.norm())
             torch.testing.assert_close(cos, torch.tensor(1.0, dtype=torch.double))
@@ -432,3 +446,32 @@ def test_estimator_defaults_are_the_deacon_constants():
         assert defaults == expected, cls.__name__
     layer = PCALayer(4, 2)
     assert (layer.dP, layer.xi, layer.inner_steps, layer.gha_lr) == (DEACON_DP, DEACON_XI, DEACON_INNER_STEPS, GHA_LR)
+
+
+# ----------------------------------------------------------------------------- stability over a whole fit
+def test_gha_inner_loop_stays_finite_for_long_rows():
+    """Rows of length 1.6 (2.6 I) made the inner loop of eta = gha_lr / trace(C) diverge; the step size
+    shrinks with the longest row, so it converges to the principal directions instead."""
+    moment = torch.diag(torch.tensor([1.4, 0.6], dtype=torch.double))
+    for start in (2.0, 2.6, 10.0):
+        w = gha_steps(start * torch.eye(2, dtype=torch.double), moment, 500, 0.5)
+        torch.testing.assert_close(w, torch.eye(2, dtype=torch.double), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("head_mixing", ["deacon-direct", "deacon-average"])
+def test_deacon_trains_a_hundred_steps_at_the_default_width_without_diverging(head_mixing):
+    """At the estimator's default width (d_model 64, 4 heads) and DEACON settings, the loss used to turn
+    NaN within 18-44 optimiser steps (rows of W grew to length ~3, where the inner loop diverged). Now
+    every step is finite, the PCA rows keep length 1 and the model fits its training data."""
+    rng = np.random.default_rng(3)
+    y = np.array(["a"] * 30 + ["b"] * 12 + ["c"] * 6)
+    X = rng.standard_normal((48, 1, 40))
+    X[y == "b", 0] += np.linspace(0, 2, 40)
+    X[y == "c", 0] -= 1
+    clf = EADCTransformerClassifier(
+        head_mixing=head_mixing, n_blocks=1, min_steps=100, max_epochs=1, random_state=0, device="cpu"
+    ).fit(X, y)
+    assert clf.n_epochs_ == 100 and all(math.isfinite(v) for v in clf.history_.train_loss)
+    for layer in pca_layers(clf.module_):
+        torch.testing.assert_close(layer.weight.detach().norm(dim=1), torch.ones(layer.m), atol=1e-5, rtol=0)
+    assert clf.score(X, y) > 0.9

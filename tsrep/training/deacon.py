@@ -21,11 +21,20 @@ valid input rows:
 
 The paper's inner loop ("for each batch ... an inner loop that iteratively updates the quantity F
 alone", i = 500) lets F track the batch's principal components. It runs here on a copy of W:
-`inner_steps` GHA-only updates W' += eta F(W') (eta = gha_lr / trace(C), so eta * lambda_max <=
-gha_lr), and F of the constrained step is the displacement W_i - W they reach. dW depends on F only
+`inner_steps` GHA-only updates W' += eta F(W') (eta = gha_lr / trace(C) for rows of length up to 1,
+smaller for longer ones: gha_steps), and F of the constrained step is the displacement W_i - W they reach. dW depends on F only
 through its direction, so one inner step gives Sanger's F(W) itself (the same step as none). The
-inner loop only steers the step: the change applied to W is dW alone, so ||dW|| = dP and
-<G, dW> = dQ < 0 hold for what the layer actually does on every batch.
+inner loop only steers the step: W moves by dW alone (and the rescaling below), so ||dW|| = dP and
+<G, dW> = dQ < 0 hold for the step taken on every batch.
+
+Unit-length rows. The step above has a fixed norm and spends most of it on -G, so by itself nothing
+bounds the rows' lengths: in a default fit they grew to about 3 within 40 batches, where the GHA inner
+loop diverged. The paper keeps them at length 1 ("Oja's modification addresses this stability problem by
+normalizing the weights to have a unit length", Sec. 2; its Fig. 6 shows PCA weights of norm one after
+training), so here G and F are first projected onto the changes that keep each row's length (each row
+minus its component along the row of W), the step is taken there, and each row of W + dW is scaled back
+to length 1. The recorded step still has ||dW|| = dP and <G, dW> = dQ < 0; rescaling the rows changes
+W + dW by O(dP^2) only (1 - 1 / sqrt(1 + ||dw_i||^2) per row).
 
 A layer whose weight has no gradient (no loss reaches it) follows the inner loop's GHA updates, with
 no loss constraint to keep; a frozen layer (weight.requires_grad False) is never changed.
@@ -73,15 +82,32 @@ def deacon_step(
 
 
 def gha_steps(weight: torch.Tensor, moment: torch.Tensor, n_steps: int, gha_lr: float) -> torch.Tensor:
-    """n_steps GHA-only updates W += eta F(W), eta = gha_lr / trace(C). Returns the new weight (float64)."""
+    """n_steps GHA-only updates W += eta F(W), eta = gha_lr / (trace(C) max(1, max_i ||w_i||^2)).
+    Returns the new weight (float64).
+
+    A row's squared norm s moves by about 2 eta (w^T C w)(1 - s) per update, with w^T C w <= s trace(C):
+    the update is stable while eta trace(C) s < 1. Dividing by the largest squared row norm keeps it so
+    for rows of any length (with eta = gha_lr / trace(C) alone, rows of norm 1.6 already diverge)."""
     w, c = weight.double(), moment.double()
     trace = float(torch.diagonal(c).sum())
     if n_steps <= 0 or trace <= 0:
         return w
-    eta = gha_lr / trace
     for _ in range(n_steps):
-        w = w + eta * sanger_update(w, c)
+        longest = float((w * w).sum(1).max())
+        w = w + (gha_lr / (trace * max(1.0, longest))) * sanger_update(w, c)
     return w
+
+
+def tangent(direction: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The part of `direction` (m, n) that leaves every row of `weight` (m, n) at its length to first
+    order: each row minus its component along the matching row of `weight`."""
+    rows = weight / weight.norm(dim=1, keepdim=True).clamp_min(1e-300)
+    return direction - (direction * rows).sum(1, keepdim=True) * rows
+
+
+def unit_rows(weight: torch.Tensor) -> torch.Tensor:
+    """`weight` with every row scaled to length 1 (a zero row stays zero)."""
+    return weight / weight.norm(dim=1, keepdim=True).clamp_min(1e-300)
 
 
 def hebbian_direction(weight: torch.Tensor, moment: torch.Tensor, n_steps: int, gha_lr: float) -> torch.Tensor:
@@ -154,13 +180,15 @@ class DeaconOptimizer(torch.optim.Optimizer):
                 moment = moment.detach().to("cpu", torch.float64)
                 w = p.detach().to("cpu", torch.float64)
                 if p.grad is None:  # no loss depends on W: nothing to keep, W follows GHA alone
-                    w = gha_steps(w, moment, group["inner_steps"], group["gha_lr"])
+                    w = unit_rows(gha_steps(w, moment, group["inner_steps"], group["gha_lr"]))
                 else:
-                    grad = p.grad.detach().to("cpu", torch.float64)
-                    hebb = hebbian_direction(w, moment, group["inner_steps"], group["gha_lr"])
+                    # The constrained step among the changes that keep the rows' lengths (to first order),
+                    # then the rows back to length 1: <G, dW> = <G_t, dW> because dW is tangent.
+                    grad = tangent(p.grad.detach().to("cpu", torch.float64), w)
+                    hebb = tangent(hebbian_direction(w, moment, group["inner_steps"], group["gha_lr"]), w)
                     dw = deacon_step(grad, hebb, group["dP"], group["xi"])
                     self.last_steps.append(dw)
-                    w = w + dw
+                    w = unit_rows(w + dw)
                 p.copy_(w.to(device=p.device, dtype=p.dtype))
         return loss
 
