@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from tsrep.nn.dilated_conv import CausalDilatedConv1d
+from tsrep.nn.dropout import Dropout
 
 
 class CausalConvBlock(nn.Module):
@@ -25,10 +26,10 @@ class CausalConvBlock(nn.Module):
         self.net = nn.Sequential(
             CausalDilatedConv1d(c_in, c_out, kernel_size, dilation),
             nn.LeakyReLU(),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             CausalDilatedConv1d(c_out, c_out, kernel_size, dilation),
             nn.LeakyReLU(),
-            nn.Dropout(dropout),
+            Dropout(dropout),
         )
         self.residual = nn.Conv1d(c_in, c_out, 1) if c_in != c_out else None
 

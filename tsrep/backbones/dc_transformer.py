@@ -24,6 +24,7 @@ from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.checkpointing import checkpointed
 from tsrep.nn.conv_stem import ConvStem
 from tsrep.nn.patching import Patching, front_end, n_tokens
+from tsrep.nn.dropout import Dropout
 
 __all__ = ["DCTransformerBlock", "DCTransformerConfig", "DCTransformerEncoder", "DCTransformerLayer", "split_width"]
 
@@ -49,13 +50,13 @@ class DCTransformerLayer(nn.Module):
         )
         self.conv = CausalDilatedConv1d(d_model, d_conv, config.kernel_size, dilation) if d_conv > 0 else None
         self.act = nn.LeakyReLU()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm1 = SequenceNorm(config.norm, d_model)
         dim_feedforward = config.dim_feedforward or 4 * d_model
         self.ffn = nn.Sequential(
             nn.Linear(d_model, dim_feedforward),
             nn.ReLU(),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(dim_feedforward, d_model),
         )
         self.norm2 = SequenceNorm(config.norm, d_model)
@@ -173,7 +174,7 @@ class DCTransformerEncoder(nn.Module):
         in_features = self.patching.out_features(step_features) if self.patching is not None else step_features
         self.input_proj = nn.Linear(in_features, config.d_model)
         self.pos_embedding = nn.Parameter(torch.empty(self.n_positions, config.d_model).uniform_(-0.02, 0.02))
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.blocks = nn.ModuleList(DCTransformerBlock(config, dilation=2**i) for i in range(config.n_blocks))
 
     def token_valid(self, valid: torch.Tensor | None) -> torch.Tensor | None:

@@ -9,6 +9,7 @@ from torch import nn
 from tsrep.backbones.dc_transformer import DCTransformerEncoder
 from tsrep.nn import SequencePooling
 from tsrep.nn.augmentation import SeriesAugmentation
+from tsrep.nn.dropout import Dropout
 
 
 class SeriesModel(nn.Module):
@@ -33,7 +34,7 @@ class SeriesModel(nn.Module):
         else:
             hidden = encoder.d_model
             self.head = nn.Sequential(
-                nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_outputs)
+                nn.Linear(width, hidden), nn.ReLU(), Dropout(dropout), nn.Linear(hidden, n_outputs)
             )
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:

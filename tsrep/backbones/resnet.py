@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tsrep.nn.norm import SequenceNorm
+from tsrep.nn.dropout import Dropout
 
 KERNELS = (8, 5, 3)
 
@@ -80,7 +81,7 @@ class ResNetEncoder(nn.Module):
         self.blocks = nn.ModuleList(ResNetBlock(widths[i], widths[i + 1], norm) for i in range(n_blocks))
         self.d_model = widths[-1]
         self.max_len = max_len
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         h = x.transpose(1, 2)

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from tsrep.nn.transformer_layer import TransformerLayer
+from tsrep.nn.dropout import Dropout
 
 
 def _check_unit(name: str, value: float) -> None:
@@ -92,7 +93,7 @@ class EATransformerSeq2Seq(nn.Module):
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, d_model)
         self.src_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
         self.tgt_positions = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         layer_settings = dict(pre_norm=True, act_layer=nn.ReLU, dropout=dropout, attn_kernel_size=attn_kernel_size)
         self.encoder = nn.ModuleList(
             TransformerLayer(d_model, n_heads, dim_feedforward, alpha=alpha, beta=beta, **layer_settings)

@@ -31,6 +31,7 @@ from torch import nn
 
 from tsrep._deprecation import renamed_attribute, renamed_keywords
 from tsrep.nn.transformer_layer import TransformerLayer
+from tsrep.nn.dropout import Dropout
 
 # Hugging Face's names for BERT's activations; gelu_new and gelu_pytorch_tanh are both the tanh form.
 _ACTIVATIONS = {
@@ -62,7 +63,7 @@ class EATextEmbeddings(nn.Module):
         self.position = nn.Embedding(max_len, d_model)
         self.token_type = nn.Embedding(type_vocab_size, d_model)
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids: (B, N) long; token_type_ids: (B, N) long or None (all segment 0) -> (B, N, d_model)"""
@@ -283,7 +284,7 @@ class EATextClassifier(nn.Module):
         if not isinstance(n_classes, int) or isinstance(n_classes, bool) or n_classes < 1:
             raise ValueError(f"n_classes must be a positive integer, got {n_classes!r}")
         self.encoder = encoder
-        self.dropout = nn.Dropout(encoder.dropout_p if dropout is None else dropout)
+        self.dropout = Dropout(encoder.dropout_p if dropout is None else dropout)
         self.head = nn.Linear(encoder.d_model, n_classes)
         nn.init.normal_(self.head.weight, std=encoder.initializer_range)
         nn.init.zeros_(self.head.bias)

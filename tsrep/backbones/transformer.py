@@ -24,6 +24,7 @@ from torch import nn
 
 from tsrep.nn.norm import SequenceNorm
 from tsrep.nn.transformer_layer import TransformerLayer
+from tsrep.nn.dropout import Dropout
 
 
 class TSTEncoder(nn.Module):
@@ -38,7 +39,7 @@ class TSTEncoder(nn.Module):
         self.max_len = max_len
         self.input_proj = nn.Linear(in_channels, d_model)
         self.pos_embedding = nn.Parameter(torch.empty(max_len, d_model).uniform_(-0.02, 0.02))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.layers = nn.ModuleList(
             TransformerLayer(
                 d_model, n_heads, dim_feedforward or 4 * d_model, pre_norm=False,

@@ -21,6 +21,7 @@ from torch import nn
 from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention_augmented_conv import as_pair
 from tsrep.nn.transformer_layer import TransformerLayer
+from tsrep.nn.dropout import Dropout
 
 
 class PatchEmbedding(nn.Module):
@@ -148,7 +149,7 @@ class EAViT(nn.Module):
         self.pos_embedding = nn.Parameter(
             nn.init.trunc_normal_(torch.empty(1, 1 + self.patch_embedding.n_patches, d_model), std=0.02)
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.layers = nn.ModuleList(
             ViTLayer(
                 d_model, n_heads, dim_feedforward or 4 * d_model, alpha, beta, attn_kernel_size, dropout, attn_dropout

@@ -7,6 +7,7 @@ from tsrep.nn.crossed import CrossedCoAttention
 from tsrep.nn.deacon import HEAD_MIXINGS, DeaconHeadMixing, PCALayer
 from tsrep.nn.interacting import check_interacting_heads, max_interacting_heads
 from tsrep.nn.dilated_conv import CausalDilatedConv1d
+from tsrep.nn.dropout import Dropout
 from tsrep.nn.evolving import AttentionMapEvolution, pair_mask
 from tsrep.nn.norm import MaskedBatchNorm1d, SequenceNorm
 from tsrep.nn.pooling import SequencePooling
@@ -26,6 +27,7 @@ __all__ = [
     "max_interacting_heads",
     "AttentionMapEvolution",
     "CausalDilatedConv1d",
+    "Dropout",
     "MaskedBatchNorm1d",
     "MultiHeadAttention",
     "SequenceNorm",

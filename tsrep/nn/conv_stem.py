@@ -36,10 +36,11 @@ class ConvStem(nn.Module):
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, C), zero at padded steps; valid: (B, T) bool or None -> (B, T, channels)"""
-        keep = None if valid is None else valid[..., None].to(x.dtype)
-        h = x
+        # Channels first throughout (the convolutions' layout), one transpose in and one out.
+        keep = None if valid is None else valid[:, None, :].to(x.dtype)
+        h = x.transpose(1, 2)
         for conv, norm in zip(self.convs, self.norms):
-            h = self.act(norm(conv(h.transpose(1, 2)).transpose(1, 2), valid))
+            h = self.act(norm.forward_channels_first(conv(h), valid))
             if keep is not None:
                 h = h * keep  # padded steps stay zero: the next convolution and the pooling ignore them
-        return h
+        return h.transpose(1, 2)

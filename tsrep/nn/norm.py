@@ -45,12 +45,9 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         if self.training and self.process_group is not None:
             return self._forward_synced(x, valid)
         if not self.training or valid is None:
-            # Eval uses running statistics; without padding the stock BatchNorm is exact. Under torch.compile
-            # its input is made contiguous: the traced graph assumed other output strides than the CPU kernel's.
-            channels_first = x.transpose(1, 2)
-            if compiling():
-                channels_first = channels_first.contiguous()
-            return super().forward(channels_first).transpose(1, 2)
+            # Eval uses running statistics; without padding the stock BatchNorm is exact. It runs on the
+            # (B * T, C) rows, a view of x: a (B, C, T) transpose would cost a copy in and one out.
+            return super().forward(x.reshape(-1, x.shape[-1])).view(x.shape)
         if compiling():
             return self._forward_weighted(x, valid)
         flat = x[valid]  # (n_valid, C): only real steps feed the statistics
@@ -58,6 +55,12 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         out = torch.zeros_like(x)
         out[valid] = normed
         return out
+
+    def forward_channels_first(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """forward for x: (B, C, T) (a convolution's layout); valid: (B, T) bool or None -> (B, C, T)"""
+        if (not self.training or valid is None) and self.process_group is None:
+            return super().forward(x)  # the stock kernel, in the layout it is fastest in
+        return self.forward(x.transpose(1, 2), valid).transpose(1, 2)
 
     def _forward_synced(self, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
         """x: (B, T, C); valid: (B, T) bool or None -> (B, T, C), with statistics over all ranks"""
@@ -123,3 +126,9 @@ class SequenceNorm(nn.Module):
         if self.kind == "layer":
             return self.norm(x)
         return self.norm(x, valid)
+
+    def forward_channels_first(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """forward for x: (B, C, T); valid: (B, T) bool or None -> (B, C, T)"""
+        if self.kind == "layer":
+            return self.norm(x.transpose(1, 2)).transpose(1, 2)
+        return self.norm.forward_channels_first(x, valid)

@@ -66,16 +66,24 @@ class Patching(nn.Module):
         b, t, c = x.shape
         n = n_tokens(t, self.stride)
         extra = (n - 1) * self.stride + self.patch_len - t  # zero steps past the end (never negative)
-        windows = F.pad(x, (0, 0, 0, extra)).unfold(1, self.patch_len, self.stride)  # (B, N, C, P)
         if self.mode == "patch":
+            windows = F.pad(x, (0, 0, 0, extra)).unfold(1, self.patch_len, self.stride)  # (B, N, C, P)
             return windows.reshape(b, n, c * self.patch_len), self.token_valid(valid)
-        steps = torch.ones(b, t, dtype=x.dtype, device=x.device) if valid is None else valid.to(x.dtype)
-        weight = F.pad(steps, (0, extra)).unfold(1, self.patch_len, self.stride)  # (B, N, P)
-        count = weight.sum(-1, keepdim=True).clamp_min(1.0)
-        return (windows * weight[:, :, None, :]).sum(-1) / count, self.token_valid(valid)
+        # Window sums by a pooling kernel (divisor 1), not an unfolded (B, N, C, P) copy: the windows
+        # overlap, and the copy and its backward cost more than the stem that feeds them.
+        steps = torch.ones(b, 1, t, dtype=x.dtype, device=x.device) if valid is None else valid[:, None].to(x.dtype)
+        values = x.transpose(1, 2) if valid is None else x.transpose(1, 2) * steps  # (B, C, T)
+        sums = window_sums(F.pad(values, (0, extra)), self.patch_len, self.stride)  # (B, C, N)
+        count = window_sums(F.pad(steps, (0, extra)), self.patch_len, self.stride).clamp_min(1.0)  # (B, 1, N)
+        return (sums / count).transpose(1, 2), self.token_valid(valid)
 
     def extra_repr(self) -> str:
         return f"patch_len={self.patch_len}, stride={self.stride}, mode={self.mode!r}"
+
+
+def window_sums(x: torch.Tensor, size: int, stride: int) -> torch.Tensor:
+    """(B, C, T) -> (B, C, N): sums over windows of `size` steps every `stride` steps (no padding)."""
+    return F.avg_pool2d(x[:, :, None], (1, size), (1, stride), divisor_override=1)[:, :, 0]
 
 
 def validate_patching(patch_len, stride, mode="patch") -> None:

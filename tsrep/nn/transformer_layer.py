@@ -28,6 +28,7 @@ from torch import nn
 
 from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention import MultiHeadAttention
+from tsrep.nn.dropout import Dropout
 
 
 def _check_rate(name: str, value) -> None:
@@ -168,11 +169,11 @@ class TransformerLayer(nn.Module):
         self.ffn = nn.Sequential(
             nn.Linear(d_model, dim_feedforward),
             _build("act_layer", act_layer),
-            nn.Dropout(ffn_dropout),
+            Dropout(ffn_dropout),
             nn.Linear(dim_feedforward, d_model),
         )
         self.norm2 = norm_layer(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self._norm_takes_valid = "valid" in inspect.signature(self.norm1.forward).parameters
 
     def _norm(self, norm: nn.Module, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:

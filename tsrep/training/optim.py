@@ -42,6 +42,7 @@ def build_optimizer(
     optimisers get their own ``weight_decay`` argument.
     """
     cls = resolve_optimizer(name)
+    params = list(params)
     kwargs = {"lr": lr}
     if cls is torch.optim.RAdam:
         kwargs["betas"] = (0.9, 0.99)  # the paper's setting (Sec. 4.1)
@@ -57,4 +58,14 @@ def build_optimizer(
         params = [group for group in groups if group["params"]]
     elif cls is torch.optim.AdamW:
         kwargs.setdefault("weight_decay", 0.0)  # AdamW's own default is 0.01: weight_decay=0 means none
+    if cls in (torch.optim.Adam, torch.optim.AdamW) and not {"fused", "foreach"} & kwargs.keys():
+        # One fused kernel per step instead of a dozen ops per parameter (CPU and CUDA float weights).
+        kwargs["fused"] = _can_fuse(params)
     return cls(params, **kwargs)
+
+
+def _can_fuse(params) -> bool:
+    tensors = [p for group in params for p in group["params"]] if params and isinstance(params[0], dict) else params
+    return bool(tensors) and all(
+        p.device.type in ("cpu", "cuda") and p.dtype in (torch.float32, torch.float64) for p in tensors
+    )
