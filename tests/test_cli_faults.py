@@ -304,6 +304,59 @@ def test_tune_cli_bad_output_and_search_space_are_refused_before_any_trial(tmp_p
     assert not db.exists()  # refused before any study or trial was written
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--set", "alpha={low: 0.0, high: 5.0}"],
+     "argument --set: 'alpha={low: 0.0, high: 5.0}': search space entry 'alpha': high=5.0 is outside what the "
+     "parameter accepts: The 'alpha' parameter of EADCTransformerClassifier must be a float in the range [0.0, 1.0]. "
+     "Got 5.0 instead."),
+    (["--cv", "1"], "argument --cv: must be an integer >= 2 (the number of folds), got '1'"),
+    (["--cv", "1000"], "argument --cv: 1000 stratified folds need 1000 training cases of every class, but class "
+                       "'badminton' of BasicMotions has 10; use --cv 10 or fewer"),
+    (["--validation-size", "0"], "argument --validation-size: must be a number in (0, 1), the share of TRAIN held "
+                                 "out, got '0'"),
+    (["--validation-size", "1.5"], "argument --validation-size: must be a number in (0, 1), the share of TRAIN held "
+                                   "out, got '1.5'"),
+], ids=["--set range outside the parameter's", "one fold", "more folds than a class has cases",
+        "validation size 0", "validation size above 1"])
+def test_tune_cli_bad_options_are_usage_errors_before_any_trial(args, message, tmp_path, capsys):
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump({**TUNE_SPACE, "max_epochs": 1}))
+    db = tmp_path / "study.db"
+    with pytest.raises(SystemExit) as info:
+        tune_main(["--dataset", "BasicMotions", "--storage", str(db), "--study-name", "s", "--n-trials", "1",
+                   "--search-space", str(space), "--quiet", "--no-plots", "--output", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    assert err.startswith("usage: tsrep-tune") and err.splitlines()[-1] == f"tsrep-tune: error: {message}"
+    assert not db.exists() and not (tmp_path / "out").exists()  # refused before any study or trial was written
+
+
+def test_tune_cli_study_name_that_is_not_one_folder_name_writes_nothing_outside_tuning(tmp_path, monkeypatch, capsys):
+    # Without --output, best.yaml and the pictures go to tuning/<study name>.
+    work = tmp_path / "a" / "b" / "work"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump({**TUNE_SPACE, "max_epochs": 1}))
+    db = tmp_path / "study.db"
+    common = ["--dataset", "BasicMotions", "--storage", str(db), "--n-trials", "1", "--search-space", str(space),
+              "--quiet", "--no-plots"]
+    for name in ("../../../escaped", str(tmp_path / "escaped"), "..", ""):
+        with pytest.raises(SystemExit) as info:
+            tune_main([*common, "--study-name", name])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "Traceback" not in err
+        assert err.splitlines()[-1] == (
+            "tsrep-tune: error: argument --study-name: the study name names the output folder tuning/<study name> "
+            "and must be a single plain folder name (not empty, no '/' or '\\', not '.' or '..', not an absolute "
+            f"path), got {name!r}; give --output to write elsewhere")
+    assert list(work.iterdir()) == [] and not db.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "space.yaml", "work"]
+    # A folder chosen with --output may be anywhere, and the study then may have any name.
+    assert tune_main([*common, "--study-name", "../team/s", "--output", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "best.yaml").is_file() and list(work.iterdir()) == []
+
+
 # ----------------------------------------------------------------------------- tune(): up-front checks
 
 

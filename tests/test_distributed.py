@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep import EADCTransformerClassifier
 from tsrep.training.distributed import (
     DataParallel,
     device_for_rank,
@@ -351,3 +354,35 @@ def test_launch_detection_and_rank_devices(monkeypatch):
     assert device_for_rank("cuda") == torch.device("cuda", 1)  # one GPU per process
     assert device_for_rank("cuda:0") == torch.device("cuda", 0)  # an explicit index is kept
     assert device_for_rank("cpu") == torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"RANK": "3", "WORLD_SIZE": "2"}, "RANK must be in [0, WORLD_SIZE) = [0, 2), got RANK=3 with WORLD_SIZE=2"),
+        ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK must be in [0, WORLD_SIZE) = [0, 2), got RANK=-1 with WORLD_SIZE=2"),
+        ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE must be a positive integer (the number of processes), got "
+                                           "WORLD_SIZE='0'"),
+        ({"RANK": "0", "WORLD_SIZE": "two"}, "WORLD_SIZE must be an integer, got WORLD_SIZE='two'"),
+        ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "first"},
+         "LOCAL_RANK must be an integer, got LOCAL_RANK='first'"),
+    ],
+)
+def test_a_launch_environment_whose_ranks_cannot_meet_fails_at_once(monkeypatch, env, message):
+    # No process listens on the port: a rendezvous would wait (here up to 3 s, by default 300 s) and fail
+    # with another error; the launch variables are refused before it, naming them.
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    for name, value in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "LOCAL_RANK": "0",
+                        "TSREP_DIST_TIMEOUT": "3", **env}.items():
+        monkeypatch.setenv(name, value)
+    X, y = np.random.default_rng(0).normal(size=(8, 1, 16)).astype(np.float32), np.array([0, 1] * 4)
+    clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, max_epochs=1, min_steps=0, device="cpu")
+    with pytest.raises(ValueError) as info:
+        clf.fit(X, y)
+    assert message in str(info.value)
+    assert not torch.distributed.is_initialized()
+    with pytest.raises(ValueError) as info:  # the same check when the user forms the group
+        init_distributed()
+    assert message in str(info.value)

@@ -92,6 +92,9 @@ def test_every_model_builds_for_both_tasks_and_bad_names_are_clear():
         ({"models": []}, "'models' must be a non-empty list"),
         ({"scheduler": 8786}, "'scheduler' must be a non-empty string"),
         ({"store": ""}, "'store' must be a non-empty string"),
+        ({"name": "../../x"}, r"'name' names the output folder results/archive/<name> and must be a single plain "
+                              r"folder name .*, got '../../x'"),
+        ({"name": ["x"]}, "'name' must be a string, got list"),
     ],
 )
 def test_malformed_configs_are_clear_errors(over, match):
@@ -225,6 +228,29 @@ def test_cli_runs_a_config_file_and_draws_pictures(tmp_path, capsys):
     bad.write_text("models: [gru\n")
     assert cli_main(["--config", str(bad)]) == 2
     assert "not valid YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "ABSOLUTE", "..", "sub/dir", ""])
+def test_a_config_name_that_is_not_one_folder_name_writes_nothing_outside_results_archive(name, tmp_path, monkeypatch,
+                                                                                         capsys):
+    # The name is the folder results/archive/<name> of the tables, cells.csv and results.sqlite.
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    name = str(tmp_path / "escaped") if name == "ABSOLUTE" else name
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(tiny_config(name=name, datasets=["BasicMotions"], models=["gru"],
+                                               params={**TINY, "max_epochs": 1})))
+    assert cli_main(["--config", str(path), "--quiet", "--no-plots", "--threads", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("tsrep-benchmark: error: 'name' names the output folder results/archive/<name> and must be a "
+                   "single plain folder name (not empty, no '/' or '\\', not '.' or '..', not an absolute path), "
+                   f"got {name!r}\n")
+    assert list(work.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["cfg.yaml", "work"]
+    # A folder chosen with --out may be anywhere; the name stays a name.
+    ok = tiny_config(name="tiny", datasets=["BasicMotions"], models=["gru"], params={**TINY, "max_epochs": 1})
+    path.write_text(yaml.safe_dump(ok))
+    assert cli_main(["--config", str(path), "--out", str(tmp_path / "elsewhere"), "--list"]) == 0
 
 
 def test_parallel_jobs_store_every_cell_and_hide_lokys_note_on_a_replaced_worker(tmp_path, monkeypatch):

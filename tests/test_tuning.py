@@ -119,6 +119,12 @@ def test_search_space_overrides_and_defaults():
         ({"lr": {"low": 0, "high": 1, "log": True}}, "log range needs low > 0"),
         ({"p": {"low": 0.1}}, "needs both 'low' and 'high'"),
         ({"p": {"low": 0.1, "hi": 0.5}}, "unknown key(s) ['hi']"),
+        # values every trial drawing them would fail with: refused against the estimator's parameter constraints
+        ({"alpha": {"low": 0.0, "high": 5.0}}, "search space entry 'alpha': high=5.0 is outside what the parameter "
+                                               "accepts: The 'alpha' parameter of EADCTransformerClassifier must be a "
+                                               "float in the range [0.0, 1.0]. Got 5.0 instead."),
+        ({"d_model": [8, 0]}, "search space entry 'd_model': choice 0 is outside what the parameter accepts: The "
+                              "'d_model' parameter of EADCTransformerClassifier must be an int in the range [1, inf)"),
     ],
 )
 def test_bad_search_space_is_a_clear_error(space, message):
@@ -152,6 +158,55 @@ def test_cli_reports_bad_input_without_traceback(capsys, tmp_path):
     assert code == 2 and "tsrep-tune: error:" in err and "'NoSuchProblem'" in err
     code = cli_main(["--dataset", "BasicMotions", "--storage", "postgresql://u@127.0.0.1:1/db", "--quiet"])
     assert code == 2 and "Connection refused" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- tune(): what it refuses, what it says
+SMALL_X = np.random.default_rng(0).normal(size=(12, 1, 16))
+SMALL_Y = np.array([0, 1] * 6)
+TINY_ALPHA = {"alpha": [0.1, 0.9], "d_model": 8, "n_blocks": 1, "n_heads": 2, "p": 0.5, "max_epochs": 1,
+              "min_steps": 0, "batch_size": 4}
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"bogus": 1}, "enqueue[0] sets 'bogus', which is not a tuned parameter of the search space; the tuned "
+                   "parameters are: alpha"),
+    ({"alpha": 0.1, "d_model": 16}, "enqueue[0] sets 'd_model', which is not a tuned parameter of the search space "
+                                    "(the space fixes it at 8); the tuned parameters are: alpha"),
+])
+def test_an_enqueued_trial_with_a_parameter_the_space_does_not_tune_is_refused(params, message, tmp_path):
+    db = tmp_path / "study.db"
+    with pytest.raises(ValueError) as info:
+        tune(EADCTransformerClassifier(device="cpu"), SMALL_X, SMALL_Y, search_space=TINY_ALPHA, default_space=False,
+             enqueue=[params], n_trials=1, storage=db, study_name="s")
+    assert str(info.value) == message
+    assert not db.exists()  # refused before the study was written
+
+
+def test_a_scorer_returning_nan_is_named_with_the_trial():
+    def nan_scorer(estimator, X, y):
+        return float("nan")
+
+    with pytest.raises(RuntimeError) as info:
+        tune(EADCTransformerClassifier(device="cpu"), SMALL_X, SMALL_Y, search_space=TINY_ALPHA, default_space=False,
+             scoring=nan_scorer, n_trials=2, storage="memory", reuse_duplicates=False)
+    assert str(info.value).startswith("the scorer 'nan_scorer' returned NaN in trial 0 (fold 0) (and in trial(s) 1), "
+                                      "so study ")
+    assert "has no completed trial to refit" in str(info.value)
+
+
+def test_tune_refuses_an_infinite_value_with_the_message_fit_gives(tmp_path):
+    X = SMALL_X.copy()
+    X[0, 0, 3] = np.inf  # case 0 falls in the validation part of tune's split
+    estimator = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, max_epochs=1, min_steps=0, device="cpu")
+    with pytest.raises(ValueError) as by_fit:
+        clone(estimator).fit(X, SMALL_Y)
+    db = tmp_path / "study.db"
+    with pytest.raises(ValueError) as by_tune:
+        tune(estimator, X, SMALL_Y, search_space={"alpha": [0.1, 0.9]}, default_space=False, n_trials=1, storage=db,
+             study_name="s")
+    assert str(by_tune.value) == str(by_fit.value)
+    assert str(by_fit.value).startswith("X holds infinite values (1 in all; the first at case 0, channel 0, step 3)")
+    assert not db.exists()  # refused before any study or trial
 
 
 # ----------------------------------------------------------------- a tiny study

@@ -4,36 +4,40 @@
 from __future__ import annotations
 
 import argparse
+import math
+
+
+def _number(text: str, cast, accept, rule: str):
+    """cast(text) when accept(value) holds, else the usage error "must be <rule>, got '<text>'"."""
+    try:
+        value = cast(text)
+    except ValueError:
+        value = None
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not accept(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+    return _number(text, int, lambda v: v >= 1, "a positive integer")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
+    return _number(text, float, lambda v: v > 0, "a positive number of seconds")
+
+
+def folds(text: str) -> int:
+    """--cv: a number of folds, at least 2 (one fold would leave nothing to train on)."""
+    return _number(text, int, lambda v: v >= 2, "an integer >= 2 (the number of folds)")
+
+
+def fraction(text: str) -> float:
+    """--validation-size: a share of the training cases, strictly between 0 and 1."""
+    return _number(text, float, lambda v: 0 < v < 1, "a number in (0, 1), the share of TRAIN held out")
 
 
 def steps(text: str) -> int | str:
     """--min-steps: "auto" or an integer >= 0."""
     if text == "auto":
         return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer >= 0, got {text!r}")
-    return value
+    return _number(text, int, lambda v: v >= 0, "'auto' or an integer >= 0")

@@ -59,7 +59,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import TYPE_CHECKING
 
 import yaml
@@ -128,6 +128,31 @@ class BenchmarkConfig:
 def _close(word, options) -> str:
     close = difflib.get_close_matches(str(word), list(options), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def plain_folder_name(value: str) -> bool:
+    """Whether `value` is one plain path component: a folder made under another stays inside it."""
+    return (bool(value.strip()) and value not in (".", "..") and not any(c in value for c in "/\\\0")
+            and not PureWindowsPath(value).drive)
+
+
+def _config_name(raw: dict, default: str) -> str:
+    """The config's name: 'name', else `default` (its file's stem). It names the output folder
+    results/archive/<name>, so a path ('../x', '/abs') that would put cells.csv, the results store
+    and the tables outside that folder is refused."""
+    given = raw.get("name")
+    if given is None:
+        value, where = str(default), "the config's name (its file name)"
+    elif isinstance(given, bool) or not isinstance(given, (str, int, float)):
+        raise ConfigError(f"'name' must be a string, got {type(given).__name__}: {given!r}")
+    else:
+        value, where = str(given), "'name'"
+    if not plain_folder_name(value):
+        raise ConfigError(
+            f"{where} names the output folder results/archive/<name> and must be a single plain folder name "
+            f"(not empty, no '/' or '\\', not '.' or '..', not an absolute path), got {value!r}"
+        )
+    return value
 
 
 def _mapping(raw, key) -> dict:
@@ -217,7 +242,7 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
             raise ConfigError(f"'{key}' must be a non-empty string, got {raw[key]!r}")
 
     cfg = BenchmarkConfig(
-        name=str(raw.get("name") or name),
+        name=_config_name(raw, name),
         datasets=datasets,
         models=models,
         seeds=seeds,

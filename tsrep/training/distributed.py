@@ -87,6 +87,41 @@ def distributed_timeout() -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
+def _launch_ranks() -> tuple[int, int]:
+    """(RANK, WORLD_SIZE) of the launcher's environment, checked before any rendezvous.
+
+    A rank outside [0, WORLD_SIZE) never meets the others: torch would wait for a process group that
+    cannot form until its socket timeout (minutes) instead of failing at once, so such a launch, a
+    WORLD_SIZE below 1 and values that are not integers (RANK, WORLD_SIZE, LOCAL_RANK) are a ValueError
+    naming the variables and their values."""
+    values = {}
+    for name in TORCHRUN_VARIABLES:
+        text = os.environ.get(name)
+        if text is None:
+            continue
+        try:
+            values[name] = int(text.strip())
+        except ValueError:
+            raise ValueError(
+                f"environment variable {name} must be an integer, got {name}={text!r}; torchrun sets "
+                f"{', '.join(TORCHRUN_VARIABLES)} for each process it starts"
+            ) from None
+    world_size, rank = values.get("WORLD_SIZE", 1), values.get("RANK", 0)
+    if world_size < 1:
+        raise ValueError(f"environment variable WORLD_SIZE must be a positive integer (the number of processes), "
+                         f"got WORLD_SIZE={os.environ['WORLD_SIZE']!r}")
+    if not 0 <= rank < world_size:
+        raise ValueError(
+            f"environment variable RANK must be in [0, WORLD_SIZE) = [0, {world_size}), got RANK={rank} with "
+            f"WORLD_SIZE={world_size}: each of the WORLD_SIZE processes needs its own rank 0..{world_size - 1}, "
+            "as torchrun sets them"
+        )
+    if values.get("LOCAL_RANK", 0) < 0:
+        raise ValueError(f"environment variable LOCAL_RANK must be an integer >= 0, got "
+                         f"LOCAL_RANK={os.environ['LOCAL_RANK']!r}")
+    return rank, world_size
+
+
 def _rendezvous_failure(exc: BaseException, timeout: datetime.timedelta) -> RuntimeError:
     shown = ", ".join(f"{name}={os.environ[name]}" for name in RENDEZVOUS_VARIABLES if name in os.environ)
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -118,6 +153,7 @@ def init_distributed(device="cpu", backend: str | None = None, timeout: datetime
             f"init_distributed reads the process group from the environment, but {', '.join(missing)} "
             "is not set; launch with `torchrun --nproc_per_node=N script.py`"
         )
+    _launch_ranks()  # a rank that can never meet the others fails now, not after the timeout
     timeout = distributed_timeout() if timeout is None else timeout
     device = torch.device(device)
     if device.type == "cuda":
@@ -140,7 +176,7 @@ def setup_data_parallel(device) -> torch.device:
     """What an estimator's fit calls first: under torchrun with several processes, initialise the
     process group (if the user has not) and return this rank's device; otherwise `device` unchanged."""
     device = torch.device(device)
-    if launched_by_torchrun() and int(os.environ["WORLD_SIZE"]) > 1:
+    if launched_by_torchrun() and _launch_ranks()[1] > 1:
         init_distributed(device)
     return device_for_rank(device) if is_distributed() else device
 

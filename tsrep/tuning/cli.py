@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from tsrep._cli import positive_float, positive_int
+from tsrep._cli import folds, fraction, positive_float, positive_int
 
 MODELS = {
     "classifier": "EADCTransformerClassifier",
@@ -35,6 +35,22 @@ MODELS = {
 
 class CLIError(ValueError):
     pass
+
+
+class UsageError(CLIError):
+    """A bad option found once the data or the estimator are known: reported as argparse reports its own."""
+
+
+def study_folder_problem(name: str) -> str | None:
+    """Why a study name cannot name the folder tuning/<study name> (None when it can): a path ('../x',
+    '/abs') would put best.yaml and the pictures outside tuning/."""
+    from tsrep.benchmarks.config import plain_folder_name
+
+    if plain_folder_name(name):
+        return None
+    return (f"the study name names the output folder tuning/<study name> and must be a single plain folder name "
+            f"(not empty, no '/' or '\\', not '.' or '..', not an absolute path), got {name!r}; "
+            "give --output to write elsewhere")
 
 
 def load_dataset(name: str, split: str):
@@ -139,8 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE",
                     help="search-space override: a fixed value, a list of choices or a {low, high} range (repeatable)")
     ap.add_argument("--continuous", action="store_true", help="continuous alpha, beta, p instead of the paper's grid")
-    ap.add_argument("--cv", type=positive_int, default=None, help="score trials by K-fold CV on TRAIN (default: one hold-out split)")
-    ap.add_argument("--validation-size", type=float, default=0.2, help="hold-out fraction of TRAIN (default 0.2)")
+    ap.add_argument("--cv", type=folds, default=None,
+                    help="score trials by K-fold CV on TRAIN, K >= 2 (default: one hold-out split)")
+    ap.add_argument("--validation-size", type=fraction, default=0.2, help="hold-out fraction of TRAIN (default 0.2)")
     ap.add_argument("--pruner", default="median", choices=["median", "percentile", "halving", "hyperband", "none"])
     ap.add_argument("--max-epochs", type=int, default=None, help="estimator max_epochs (default: the estimator's)")
     ap.add_argument("--device", default="auto")
@@ -171,7 +188,7 @@ def make_pruner(name: str):
 
 
 def run(args) -> int:
-    from sklearn.base import clone
+    from sklearn.base import clone, is_classifier
 
     from tsrep.tuning import tune
     from tsrep.tuning.storage import mask_url
@@ -184,6 +201,11 @@ def run(args) -> int:
     estimator, model_name = _estimator(args, task)
     space = _search_space(args)
     study_name = args.study_name or f"{args.dataset}-{model_name.replace('EADCTransformer', '').lower()}"
+    problem = study_folder_problem(study_name) if args.output is None else None
+    if problem:  # the name given, or one made of --dataset
+        raise UsageError(f"argument --study-name: {problem}")
+    _check_assignments(args, estimator)
+    _check_folds(args, y, is_classifier(estimator))
     output = args.output or Path("tuning") / study_name
     check_output(output)
     storage = _storage_url(args.storage)
@@ -225,6 +247,43 @@ def _estimator(args, task: str):
     if args.max_epochs is not None:
         estimator.set_params(max_epochs=args.max_epochs)
     return estimator, model_name
+
+
+def _check_assignments(args, estimator) -> None:
+    """Each --set range or list of choices against the estimator's parameter constraints, naming the option
+    (every trial drawing a refused value would fail). Fixed values and unknown names are left to tune, which
+    checks them with the whole space."""
+    from tsrep.tuning.space import SearchSpace, SearchSpaceError
+
+    known = estimator.get_params(deep=False)
+    for text in args.assignments:
+        name, spec = parse_assignment(text)
+        if name not in known:
+            continue
+        try:
+            SearchSpace(estimator, {name: spec}, default=False)
+        except SearchSpaceError as e:
+            raise UsageError(f"argument --set: {text!r}: {e}") from None
+
+
+def _check_folds(args, y, classifier: bool) -> None:
+    """--cv against the training cases: K folds need K cases (of every class, folds being stratified)."""
+    if args.cv is None:
+        return
+    if classifier:
+        classes, counts = np.unique(np.asarray(y), return_counts=True)
+        smallest = int(counts.min())
+        if args.cv > smallest:
+            hint = f"use --cv {smallest} or fewer" if smallest >= 2 else "leave --cv out (one hold-out split)"
+            raise UsageError(
+                f"argument --cv: {args.cv} stratified folds need {args.cv} training cases of every class, but "
+                f"class {classes.tolist()[counts.argmin()]!r} of {args.dataset} has {smallest}; {hint}"
+            )
+    elif args.cv > len(y):
+        raise UsageError(
+            f"argument --cv: {args.cv} folds need {args.cv} training cases, but {args.dataset} has {len(y)}; "
+            f"use --cv {len(y)} or fewer"
+        )
 
 
 def _search_space(args) -> dict:
@@ -313,7 +372,12 @@ def _write_plots(study, output: Path) -> None:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Checked before any data is loaded; a name made of --dataset is checked in run.
+    problem = study_folder_problem(args.study_name) if args.output is None and args.study_name is not None else None
+    if problem:
+        parser.error(f"argument --study-name: {problem}")
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     logging.getLogger("tsrep").setLevel(logging.WARNING if args.quiet else logging.INFO)
     import optuna
@@ -326,6 +390,8 @@ def main(argv=None) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # our per-trial lines replace Optuna's
     try:
         return run(args)
+    except UsageError as e:
+        parser.error(str(e))
     except (CLIError, SearchSpaceError, StorageError, ConfigError, StudyMismatchError) as e:
         print(f"tsrep-tune: error: {e}", file=sys.stderr)
         return 2

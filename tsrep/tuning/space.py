@@ -25,6 +25,7 @@ import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
+from tsrep.backbones.config import check_constraints
 from tsrep.backbones.dc_transformer import split_width
 from tsrep.exceptions import SearchSpaceError
 
@@ -126,6 +127,31 @@ def to_distribution(name: str, spec) -> BaseDistribution | None:
     return None  # a fixed value
 
 
+def check_distribution(estimator, name: str, dist: BaseDistribution) -> None:
+    """Refuse a tuned range or list of choices holding values the estimator's declared parameter
+    constraints (scikit-learn's ``_parameter_constraints``) refuse: every trial drawing them would fail.
+
+    A range is checked at its ends (the constraints are intervals or sets of options), a categorical
+    at every choice. Estimators without declared constraints are not checked; fixed values are
+    checked with the whole setting before any trial (tsrep.tuning.tune)."""
+    constraints = getattr(type(estimator), "_parameter_constraints", None)
+    if not isinstance(constraints, Mapping) or name not in constraints:
+        return
+    if isinstance(dist, CategoricalDistribution):
+        values = [(f"choice {c!r}", c) for c in dist.choices]
+    elif isinstance(dist, (FloatDistribution, IntDistribution)):
+        values = [(f"low={dist.low!r}", dist.low), (f"high={dist.high!r}", dist.high)]
+    else:
+        return
+    for what, value in values:
+        try:
+            check_constraints({name: constraints[name]}, {name: value}, type(estimator).__name__)
+        except ValueError as err:  # InvalidParameterError
+            raise SearchSpaceError(
+                f"search space entry {name!r}: {what} is outside what the parameter accepts: {err}"
+            ) from None
+
+
 class SearchSpace:
     """A validated search space for one estimator: tuned distributions and fixed values."""
 
@@ -156,6 +182,7 @@ class SearchSpace:
             if dist is None:
                 self.fixed[name] = _plain(spec)
             else:
+                check_distribution(estimator, name, dist)
                 self.distributions[name] = dist
         self.estimator_params = estimator.get_params(deep=False)
 

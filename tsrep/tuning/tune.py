@@ -9,6 +9,7 @@ import os
 import socket
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,8 +146,13 @@ def add_pruning(model, pruning: OptunaPruning) -> None:
     model.set_params(**{f"{prefix}callbacks": [*own, pruning]})
 
 
-def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_trials=None, reuse_duplicates=True):
-    """The Optuna objective: fit on each training part, score on its validation part, report every epoch."""
+def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_trials=None, reuse_duplicates=True,
+                   scoring_name: str | None = None):
+    """The Optuna objective: fit on each training part, score on its validation part, report every epoch.
+
+    A score that is NaN fails the trial (Optuna takes no NaN); the trial records which scorer gave it
+    (user attribute ``tsrep_nan_score``), so that a study left without a completed trial says why."""
+    scoring_name = scoring_name or getattr(scorer, "__name__", repr(scorer))
     worker = f"{socket.gethostname()}:{os.getpid()}"
 
     def objective(trial: optuna.Trial) -> float:
@@ -175,6 +181,11 @@ def make_objective(estimator, X, y, space: SearchSpace, splits, scorer, max_tria
             add_pruning(model, OptunaPruning(trial, X_val, y_val, step_offset=sum(epochs)))
             model.fit(_safe_indexing(X, train), _safe_indexing(y, train))
             score = float(scorer(model, _safe_indexing(X, val), _safe_indexing(y, val)))
+            if math.isnan(score):
+                trial.set_user_attr("tsrep_nan_score", {"scorer": scoring_name, "fold": fold})
+                logger.warning("trial %d failed: the scorer %r returned NaN on the validation part of fold %d",
+                               trial.number, scoring_name, fold)
+                return float("nan")  # Optuna fails the trial; the search goes on
             scores.append(score)
             epochs.append(int(getattr(model, "n_epochs_", -1)))
             trial.set_user_attr("fold_scores", scores)
@@ -392,13 +403,15 @@ def tune(
         are the per-epoch score on the fold's validation part (accuracy, or minus the MSE of the
         standardised targets for regression), at step ``(epochs of the earlier folds) + epoch``.
     sampler, seed : default TPESampler(seed=seed), with ``constant_liar`` on database storages.
-    scoring : scikit-learn scorer name or callable; None uses ``estimator.score`` (accuracy, R^2).
+    scoring : scikit-learn scorer name or callable; None uses ``estimator.score`` (accuracy, R^2). A
+        trial whose score is NaN fails; if no trial completes, the error names the scorer and the trials.
     random_state : seed of the validation split / CV folds (keep it equal across workers).
     refit : refit the best parameters on all of (X, y).
     heartbeat_interval, grace_period, max_retry : heartbeat of database storages (see
         :mod:`tsrep.tuning.storage`); ``heartbeat_interval=None`` turns it off.
     catch : exception types that fail a trial without stopping the search.
-    enqueue : parameter dicts to run first (e.g. the defaults, as a reference trial).
+    enqueue : parameter dicts to run first (e.g. the defaults, as a reference trial); each key must be
+        a tuned parameter of the search space (a ValueError names any other).
     reuse_duplicates : a trial whose sampled parameters equal a completed trial's takes that trial's
         score instead of training again (user attribute ``duplicate_of``); samplers repeat points
         of small grids, and with a fixed ``random_state`` the fit would be the same.
@@ -419,6 +432,7 @@ def tune(
     _check_estimator_and_data(estimator, X, y)
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
     _check_fixed_settings(estimator, space)
+    _check_enqueued(enqueue, space)
     n_trials = _trials_to_run(n_trials, max_trials, timeout)
     splits = make_splits(X, y, cv, validation_size, random_state, is_classifier(estimator))
     scorer = check_scoring(estimator, scoring=scoring)
@@ -433,7 +447,8 @@ def tune(
     for params in enqueue or []:
         study.enqueue_trial(params, skip_if_exists=True)
 
-    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials, reuse_duplicates)
+    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials, reuse_duplicates,
+                               scoring_name=_metric_name(estimator, scoring))
     logger.info("study %r in %s", study.study_name, mask_url(getattr(storage_obj, "url", "memory")))
     _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval)
     return _best_result(study, estimator, X, y, space, refit)
@@ -445,6 +460,21 @@ def _check_estimator_and_data(estimator, X, y) -> None:
             f"estimator must be a scikit-learn style estimator (with fit and get_params), got {estimator!r}"
         )
     check_same_length(X, y)
+    _check_X_as_fit_does(estimator, X)
+
+
+def _check_X_as_fit_does(estimator, X) -> None:
+    """Run a tsrep estimator's own checks of a training X on all of it, before any split.
+
+    Trials see parts of X: an infinity in a validation part would otherwise surface as another error
+    (values too far from the scale of the training part), and case numbers would count within the
+    part. Here fit's own message names the case of X given to tune. Other estimators check their
+    data themselves in each trial."""
+    if not (hasattr(estimator, "_fit_setup_recipe") and hasattr(estimator, "_preprocess_collection")):
+        return
+    with warnings.catch_warnings():  # warnings about the data come again from each trial's fit
+        warnings.simplefilter("ignore")
+        clone(estimator)._preprocess_collection(X, store_metadata=True)
 
 
 def _check_fixed_settings(estimator, space: SearchSpace) -> None:
@@ -463,6 +493,26 @@ def _check_fixed_settings(estimator, space: SearchSpace) -> None:
     except (ValueError, TypeError) as err:
         fixed = ", ".join(f"{k}={v!r}" for k, v in space.fixed.items())
         raise SearchSpaceError(f"the fixed setting(s) {fixed} cannot be used: {err}") from None
+
+
+def _check_enqueued(enqueue, space: SearchSpace) -> None:
+    """Refuse an enqueued trial that sets a parameter the search space does not tune: Optuna would run the
+    trial and silently leave that value out (only the space's tuned parameters are ever asked for)."""
+    if enqueue is None:
+        return
+    if isinstance(enqueue, Mapping) or not isinstance(enqueue, (list, tuple)):
+        raise TypeError(f"enqueue must be a list of dicts of parameter -> value, got {type(enqueue).__name__}")
+    tuned = list(space.distributions)
+    for i, params in enumerate(enqueue):
+        if not isinstance(params, Mapping):
+            raise TypeError(f"enqueue[{i}] must be a dict of parameter -> value, got {params!r}")
+        for key in params:
+            if key not in space.distributions:
+                fixed = f" (the space fixes it at {space.fixed[key]!r})" if key in space.fixed else ""
+                raise ValueError(
+                    f"enqueue[{i}] sets {key!r}, which is not a tuned parameter of the search space{fixed}; "
+                    f"the tuned parameters are: {', '.join(tuned) or 'none'}"
+                )
 
 
 def _trials_to_run(n_trials, max_trials, timeout) -> int | None:
@@ -527,6 +577,16 @@ def _best_result(study: optuna.Study, estimator, X, y, space: SearchSpace, refit
         best_trial = None
     if best_trial is None:
         if refit:
+            nan = [t for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+                   if "tsrep_nan_score" in t.user_attrs]
+            if nan:
+                first = nan[0].user_attrs["tsrep_nan_score"]
+                more = f" (and in trial(s) {', '.join(str(t.number) for t in nan[1:])})" if nan[1:] else ""
+                raise RuntimeError(
+                    f"the scorer {first['scorer']!r} returned NaN in trial {nan[0].number} (fold {first['fold']})"
+                    f"{more}, so study {study.study_name!r} has no completed trial to refit; a score must be a number: "
+                    "check what the scorer computes on the validation parts (e.g. a metric undefined for them)"
+                )
             raise RuntimeError(
                 f"study {study.study_name!r} has no completed trial (all pruned or failed): nothing to refit; "
                 "run more trials or use a less aggressive pruner"
