@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 
 import numpy as np
 import pytest
 import torch
 from aeon.datasets import load_basic_motions
 from safetensors import safe_open
+from safetensors.torch import load as safetensors_load
 from safetensors.torch import save as safetensors_save
 from sklearn.exceptions import NotFittedError
 
@@ -218,3 +220,107 @@ def test_a_model_saved_for_a_gpu_loads_on_a_cpu_only_machine(classifier, data, t
     assert loaded.device == "cpu"
     assert np.array_equal(loaded.predict_proba(X_test), classifier.predict_proba(X_test))
     assert tsrep.load(path, device="cpu").device == "cpu"
+
+
+def _edited(path, fitted=None, tensors=None):
+    """The model file at `path` with entries of its fitted state and tensors replaced, as a hand edit would."""
+    raw = path.read_bytes()  # read whole: the file is rewritten in place below (a mapped file would break)
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata()
+    document = json.loads(metadata["tsrep"])
+    document["fitted"].update(fitted or {})
+    weights = {**safetensors_load(raw), **(tensors or {})}
+    path.write_bytes(safetensors_save(weights, metadata={**metadata, "tsrep": json.dumps(document)}))
+    return path
+
+
+def _quoted(path) -> str:
+    """A pattern matching `path` as the messages quote it."""
+    return re.escape(repr(str(path)))
+
+
+def _labels(*values):
+    return {"$array": {"dtype": "<i8", "shape": [len(values)], "values": list(values)}}
+
+
+def test_fitted_state_contradicting_the_weights_is_refused_at_load(classifier, tmp_path):
+    # The head has 4 outputs (BasicMotions' classes): a file listing another number of classes once
+    # loaded and answered 4 columns for them.
+    for fitted, message in [
+        ({"classes_": _labels(0, 1, 2), "n_classes_": 3},
+         r"its network has 4 output\(s\) \(n_outputs_\), but classes_ lists 3 labels"),
+        ({"classes_": _labels(0, 1, 2, 3, 4)}, r"n_classes_=4 but classes_ lists 5 labels"),
+    ]:
+        path = _edited(classifier.save(tmp_path / "clf.st"), fitted)
+        with pytest.raises(ModelFileError, match=rf"model file {_quoted(path)} is inconsistent: {message}"):
+            tsrep.load(path)
+
+
+def test_ensemble_member_naming_its_columns_otherwise_is_refused_at_load(data, tmp_path):
+    # The ensemble averages its members' probabilities column by column under its own classes_.
+    X, y, _ = data
+    ens = EADCTransformerClassifier(**{**TINY, "max_epochs": 1}, n_estimators=2).fit(X, y)
+    path = ens.save(tmp_path / "ens.st")
+    document = json.loads(_metadata(path)["tsrep"])
+    labels = document["members"][1]["fitted"]["classes_"]["$array"]
+    labels["values"] = labels["values"][::-1]  # member 1's columns named in another order
+    _model_file(path, document, tensors=safetensors_load(path.read_bytes()))
+    with pytest.raises(ModelFileError, match=r"is inconsistent: member 1 has classes_ .* the ensemble"):
+        tsrep.load(path)
+
+
+@pytest.mark.parametrize("fitted, message", [
+    ({"classes_": [0, 1, 2, 3]}, r"corrupt: its classes_ must be a non-empty 1-D array of labels, got \[0, 1, 2, 3\]"),
+    ({"classes_": "abcd"}, r"corrupt: its classes_ must be a non-empty 1-D array of labels, got 'abcd'"),
+    ({"classes_": {"$array": {"dtype": "<i8", "shape": [2, 2], "values": [0, 1, 2, 3]}}},
+     "corrupt: its classes_ must be a non-empty 1-D array of labels"),
+    ({"classes_": {"$array": {"dtype": "object", "shape": [4], "values": [{"a": 0}, {"a": 1}, {"a": 2}, {"a": 3}]}}},
+     "corrupt: its classes_ must hold strings, numbers, booleans or None"),
+    ({"classes_": _labels(0, 1, 1, 3)}, r"corrupt: its classes_ \[0, 1, 1, 3\] name a label twice"),
+    ({"n_classes_": "4"}, "corrupt: its n_classes_ must be a positive integer, got '4'"),
+    ({"metadata_": [2]}, r"corrupt: its metadata_ must be a JSON object, got \[2\]"),
+    ({"metadata_": {"n_channels": 3}}, r"inconsistent: metadata_ records 3 channel\(s\), but its network takes 6"),
+], ids=["plain list", "string", "2-D", "unhashable labels", "repeated label", "n_classes_ string", "metadata list",
+        "metadata channels"])
+def test_fitted_state_of_the_wrong_type_or_shape_is_refused_at_load(classifier, tmp_path, fitted, message):
+    # Such files loaded, then predict failed with a TypeError or an error about the user's data.
+    path = _edited(classifier.save(tmp_path / "clf.st"), fitted)
+    with pytest.raises(ModelFileError, match=rf"model file {_quoted(path)} is {message}"):
+        EADCTransformerClassifier.load(path)
+
+
+def test_target_standardisation_of_the_wrong_type_or_value_is_refused_at_load(data, tmp_path):
+    X, _, _ = data
+    reg = EADCTransformerRegressor(**{**TINY, "max_epochs": 1}).fit(X[:12], np.arange(12.0))
+    for fitted, message in [({"y_std_": 0.0}, "y_std_ must be a positive finite number, got 0.0"),
+                            ({"y_std_": "1"}, "y_std_ must be a positive finite number, got '1'"),
+                            ({"y_mean_": {"$float": "nan"}}, "y_mean_ must be a finite number, got nan")]:
+        path = _edited(reg.save(tmp_path / "reg.st"), fitted)
+        with pytest.raises(ModelFileError, match=f"is corrupt: its target standardisation {message}"):
+            tsrep.load(path)
+
+
+@pytest.mark.parametrize("name, values, message", [
+    ("std", [0.0] * 6, r"std must hold positive finite numbers, got \[0.0, 0.0"),
+    ("std", [-1.0] * 6, r"std must hold positive finite numbers, got \[-1.0, -1.0"),
+    ("std", [float("inf")] * 6, r"std must hold positive finite numbers, got \[inf"),
+    ("std", [float("nan")] * 6, r"std must hold positive finite numbers, got \[nan"),
+    ("mean", [float("inf")] * 6, r"mean must hold finite numbers, got \[inf"),
+    ("std", [1.0] * 3, r"std has shape \(3,\), but the model takes 6 channel\(s\)"),
+], ids=["zero std", "negative std", "infinite std", "NaN std", "infinite mean", "std of 3 channels"])
+def test_standardisation_that_is_not_positive_and_finite_is_refused_at_load(classifier, tmp_path, name, values,
+                                                                           message):
+    # A zeroed std loaded, then predict said the user's data "lie too far from the scale of the training data".
+    tensors = {f"standardizer.{name}": torch.tensor(values, dtype=torch.float64)}
+    path = _edited(classifier.save(tmp_path / "clf.st"), tensors=tensors)
+    with pytest.raises(ModelFileError, match=rf"model file {_quoted(path)} is corrupt: its standardisation {message}"):
+        tsrep.load(path)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs a device file")
+def test_a_device_is_named_as_not_a_regular_file_not_as_missing():
+    for load in (tsrep.load, EADCTransformerClassifier.load, TSRepEncoder.load):
+        with pytest.raises(ModelFileError, match=r"'/dev/zero' is not a regular file \(a device, pipe or socket\)"):
+            load("/dev/zero")
+    with pytest.raises(ModelFileError, match=r"'/dev/zero' is not a regular file.*not a tsrep encoder checkpoint"):
+        EADCTransformerClassifier(**TINY, pretrained_encoder="/dev/zero").fit(np.zeros((4, 2, 8)), [0, 1, 0, 1])

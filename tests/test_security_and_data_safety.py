@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -284,6 +285,20 @@ def test_checkpoint_of_the_older_format_is_refused(tmp_path):
     torch.save({"format": "tsrep-pretrain-state/2", "epoch": 1}, state)
     with pytest.raises(ValueError, match="is incomplete or corrupt"):
         _fit_with_checkpoint(_tiny_data(0), state)
+
+
+def test_checkpoint_path_that_is_a_directory_or_a_device_is_named_so(tmp_path):
+    # Both were reported as a checkpoint that "does not exist", though something is there.
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "kept.txt").write_text("x")
+    named = re.escape(repr(str(folder)))
+    with pytest.raises(ValueError, match=rf"{named} is a directory, not a pretraining checkpoint file"):
+        _fit_with_checkpoint(_tiny_data(0), folder)
+    assert [p.name for p in folder.iterdir()] == ["kept.txt"]
+    if os.path.exists("/dev/null"):
+        with pytest.raises(ValueError, match=r"'/dev/null' is not a regular file \(a device, pipe or socket\)"):
+            _fit_with_checkpoint(_tiny_data(0), "/dev/null")
 
 
 # ----------------------------------------------------------------------------- 4. studies keyed to data

@@ -157,15 +157,46 @@ def write_model_file(path, document: dict, tensors: dict[str, torch.Tensor]) -> 
     return atomic_write(path, lambda f: f.write(payload))
 
 
+def check_regular_file(path, noun: str, kind: str, missing_ok: bool = False) -> Path:
+    """`path` as a Path if it is a regular file; otherwise a FileNotFoundError when nothing is there
+    (none with missing_ok), or a ModelFileError saying what is there instead. A directory or a
+    device (/dev/zero: endless bytes) must not be read, nor called missing when it exists.
+
+    noun: what the caller calls the file ("model file"); kind: what it should be ("a tsrep model file")."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise ModelFileError(f"{str(path)!r} is a directory, not {kind}")
+    if path.exists():
+        raise ModelFileError(f"{str(path)!r} is not a regular file (a device, pipe or socket), so not {kind}")
+    if not missing_ok:
+        raise FileNotFoundError(f"{noun} {str(path)!r} does not exist")
+    return path
+
+
+def check_standardization(where: str, mean, std, n_channels, network: str = "model") -> None:
+    """ModelFileError unless the per-channel standardisation of a model file holds one finite mean
+    and one positive finite std per channel (a zero std divides the user's data by zero, a NaN turns
+    every input into NaN: either would be blamed on the data at predict, not on the file).
+    network: what the standardisation feeds, as the message names it ("model", "encoder")."""
+    for name, values in (("mean", mean), ("std", std)):
+        values = np.asarray(values)
+        if values.shape != (n_channels,):
+            raise ModelFileError(
+                f"{where} is corrupt: its standardisation {name} has shape {values.shape}, but the "
+                f"{network} takes {n_channels} channel(s)"
+            )
+        if values.dtype.kind not in "iuf" or not np.isfinite(values).all() or (name == "std" and (values <= 0).any()):
+            rule = "positive finite numbers" if name == "std" else "finite numbers"
+            raise ModelFileError(
+                f"{where} is corrupt: its standardisation {name} must hold {rule}, got {values.tolist()}"
+            )
+
+
 def read_model_file(path) -> tuple[dict, dict[str, torch.Tensor]]:
     """(JSON document, CPU tensors) of a tsrep model file, or a ModelFileError / FileNotFoundError."""
-    path = Path(path)
-    if path.is_dir():
-        raise ModelFileError(
-            f"{str(path)!r} is a directory, not a tsrep model file (a .safetensors file written by save)"
-        )
-    if not path.is_file():
-        raise FileNotFoundError(f"model file {str(path)!r} does not exist")
+    path = check_regular_file(path, "model file", "a tsrep model file (a .safetensors file written by save)")
     raw = path.read_bytes()
     st = _safetensors()
     try:

@@ -37,7 +37,8 @@ from tsrep.training.callbacks import check_callbacks
 from tsrep.training.distributed import broadcast_object, setup_data_parallel
 from tsrep.training.masking import ReconstructionModel, validate_masking
 from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked
-from tsrep._serialization import from_json, prefixed, read_model_file, to_json, write_model_file
+from tsrep._serialization import check_regular_file, check_standardization, from_json, prefixed, read_model_file
+from tsrep._serialization import to_json, write_model_file
 
 ENCODER_FORMAT = "tsrep-encoder/1"
 
@@ -80,17 +81,7 @@ def check_checkpoint_contents(path, config, mean, std) -> None:
     missing = [k for k in REQUIRED_KEYS if k not in config]
     if missing:
         raise ValueError(f"{where} is incomplete: its configuration lacks {', '.join(missing)}")
-    n_channels = config["in_channels"]
-    for name, values in (("mean", mean), ("std", std)):
-        values = np.asarray(values)
-        if values.shape != (n_channels,):
-            raise ValueError(
-                f"{where} is corrupt: its standardisation {name} has shape {values.shape}, but the encoder takes "
-                f"{n_channels} channel(s)"
-            )
-        if not np.isfinite(values).all() or (name == "std" and (values <= 0).any()):
-            rule = "positive finite numbers" if name == "std" else "finite numbers"
-            raise ValueError(f"{where} is corrupt: its standardisation {name} must hold {rule}, got {values.tolist()}")
+    check_standardization(where, mean, std, config["in_channels"], network="encoder")
 
 
 def save_encoder(path, config: dict, encoder: torch.nn.Module, standardizer: ChannelStandardizer,
@@ -151,11 +142,7 @@ def load_encoder(path, n_channels: int | None = None, with_document: bool = Fals
     n_channels: the channel count of the data it will see; a mismatch is a ValueError.
     with_document: also return the JSON document of the file ({} for the earlier format).
     """
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{str(path)!r} is a directory, not a tsrep encoder checkpoint (a file written by save)")
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    path = check_regular_file(path, "checkpoint", "a tsrep encoder checkpoint (a file written by save)")
     config, weights, mean, std, document = _read_encoder(path)
     if not isinstance(config, dict) or "in_channels" not in config:
         raise ValueError(f"encoder checkpoint {str(path)!r} is incomplete or corrupt: no encoder configuration")
@@ -332,6 +319,9 @@ class TSRepEncoder(BaseCollectionTransformer):
         validate_masking(self.mask_ratio, self.mask_mean_length, self.masking)
         check_optimizer(self.optimizer, self.optimizer_kwargs, self.lr)
         check_callbacks(self.callbacks, "callbacks")
+        if self.checkpoint is not None:  # a fit that finds something there reads it: it must be a file
+            check_regular_file(self.checkpoint, "checkpoint", "a pretraining checkpoint file (checkpoint= names the "
+                               "file that fit writes its resumable state to)", missing_ok=True)
         return resolve_device(self.device)
 
     def _checkpoint_settings(self, seed: int) -> dict:

@@ -1,14 +1,20 @@
 """``save`` / ``load`` of fitted classifiers and regressors in tsrep's pickle-free model file
-(tsrep._serialization: safetensors weights, JSON configuration and fitted metadata)."""
+(tsrep._serialization: safetensors weights, JSON configuration and fitted metadata). ``load`` checks
+the fitted state it restores (types, shapes, agreement with the weights) and refuses a file that
+fails, so that a damaged or edited file is named at load, not at predict."""
 
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 import warnings
 
+import numpy as np
 import torch
 
-from tsrep._serialization import ModelFileError, from_json, prefixed, read_model_file, to_json, write_model_file
+from tsrep._serialization import ModelFileError, check_standardization, from_json, prefixed, read_model_file
+from tsrep._serialization import to_json, write_model_file
 from tsrep.data import ChannelStandardizer
 from tsrep.training.loop import History
 from tsrep.training.optim import resolve_optimizer
@@ -109,6 +115,73 @@ def _cpu_if_no_cuda(params: dict, overrides: dict, where: str) -> None:
         params["device"] = "cpu"
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_fitted_state(est, members: bool, where: str) -> None:
+    """ModelFileError naming the fitted state of a model file that has the wrong type or shape, or that
+    contradicts the rest of the file. The weights are checked against the architecture by
+    load_state_dict, but nothing else checks what predict reads beside them (the labels, the head's
+    width, the target units): a file edited or damaged there would load, then answer wrongly or fail
+    at predict in a way that blames the data. members: a seed ensemble (its members hold the network)."""
+    fitted = est.__dict__
+    classification = est._task == "classification"
+    required = ("classes_", "n_classes_") if classification else ()
+    if not members:
+        required += ("n_outputs_", "n_channels_", "max_len_") + (() if classification else ("y_mean_", "y_std_"))
+    missing = [name for name in required if name not in fitted]
+    if missing:
+        raise ModelFileError(f"{where} is corrupt: its fitted state lacks {', '.join(missing)}")
+    for name in ("n_classes_", "n_outputs_", "n_channels_", "max_len_"):
+        if name in fitted and not (_is_int(fitted[name]) and fitted[name] > 0):
+            raise ModelFileError(f"{where} is corrupt: its {name} must be a positive integer, got {fitted[name]!r}")
+    if "metadata_" in fitted and not isinstance(fitted["metadata_"], dict):
+        raise ModelFileError(f"{where} is corrupt: its metadata_ must be a JSON object, got {fitted['metadata_']!r}")
+    seen = fitted.get("metadata_", {}).get("n_channels")  # what aeon checks X against at predict
+    if seen is not None and "n_channels_" in fitted and seen != fitted["n_channels_"]:
+        raise ModelFileError(
+            f"{where} is inconsistent: metadata_ records {seen!r} channel(s), but its network takes "
+            f"{fitted['n_channels_']} (n_channels_)"
+        )
+    if classification:
+        classes = fitted["classes_"]
+        if not (isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes)):
+            raise ModelFileError(
+                f"{where} is corrupt: its classes_ must be a non-empty 1-D array of labels, got {classes!r}"
+            )
+        labels = classes.tolist()
+        if not all(v is None or isinstance(v, (str, bool, numbers.Number)) for v in labels):
+            raise ModelFileError(
+                f"{where} is corrupt: its classes_ must hold strings, numbers, booleans or None, got {labels!r}"
+            )
+        if len(set(labels)) != len(labels):
+            raise ModelFileError(f"{where} is corrupt: its classes_ {labels!r} name a label twice")
+        if fitted["n_classes_"] != len(classes):
+            raise ModelFileError(
+                f"{where} is inconsistent: n_classes_={fitted['n_classes_']} but classes_ lists {len(classes)} "
+                f"labels {labels!r}"
+            )
+    if "n_outputs_" in fitted:
+        # The head's width is pinned to the weights by load_state_dict; it must also fit the task.
+        expected = len(fitted["classes_"]) if classification else 1
+        if fitted["n_outputs_"] != expected:
+            what = f"classes_ lists {expected} labels" if classification else "a regressor predicts one value"
+            raise ModelFileError(
+                f"{where} is inconsistent: its network has {fitted['n_outputs_']} output(s) (n_outputs_), "
+                f"but {what}"
+            )
+    for name in ("y_mean_", "y_std_"):
+        if name in fitted and not (_is_real(fitted[name]) and (name == "y_mean_" or fitted[name] > 0)):
+            rule = "a positive finite number" if name == "y_std_" else "a finite number"
+            raise ModelFileError(f"{where} is corrupt: its target standardisation {name} must be {rule}, "
+                                 f"got {fitted[name]!r}")
+
+
 def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, where: str):
     params = _checked_params(cls, document.get("params"), where)
     _cpu_if_no_cuda(params, overrides, where)
@@ -120,23 +193,32 @@ def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, w
     for name in FITTED:
         if name in fitted:
             setattr(est, name, fitted[name])
+    members = document.get("members")
+    _check_fitted_state(est, bool(members), where)
     if "classes_" in fitted:
         est._class_dictionary = {c: i for i, c in enumerate(est.classes_)}
     if "history_" in fitted:
         est.history_ = History(**fitted["history_"])
     fitted_params = fitted.get("_fitted_params") or {}
     est._fitted_params = {k: v for k, v in _checked_params(cls, fitted_params, where).items()}
-    members = document.get("members")
     if members:
         est.estimators_ = [
             _rebuild(cls, member, tensors, f"{prefix}estimators.{i}.", overrides, f"{where} member {i}")
             for i, member in enumerate(members)
         ]
+        for i, member in enumerate(est.estimators_):
+            # The ensemble averages its members' probabilities column by column, named by its own classes_.
+            if est._task == "classification" and not np.array_equal(member.classes_, est.classes_):
+                raise ModelFileError(
+                    f"{where} is inconsistent: member {i} has classes_ {member.classes_.tolist()!r}, the "
+                    f"ensemble {est.classes_.tolist()!r}"
+                )
     else:
         est.estimators_ = None
         standardizer = ChannelStandardizer(fitted["scaling"])
         standardizer.mean_ = tensors[f"{prefix}standardizer.mean"].numpy()
         standardizer.std_ = tensors[f"{prefix}standardizer.std"].numpy()
+        check_standardization(where, standardizer.mean_, standardizer.std_, est.n_channels_)
         est.standardizer_ = standardizer
         builder = copy.copy(est)
         builder.__dict__.update(est._fitted_params)
