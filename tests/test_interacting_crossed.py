@@ -18,6 +18,29 @@ TINY = EADCTransformerClassifier._get_test_params()
 
 
 # ----------------------------------------------------------------------------- interacting heads
+def reference_evolution(s, prev, valid, conv, alpha, beta):
+    """Eq. 1 written out: A_in = alpha A_prev + (1 - alpha) S, then beta ReLU(Conv2d(A_in)) + (1 - beta) A_in,
+    every padded row and column zero before the convolution and after; conv gives only its weights."""
+    a_in = s if prev is None else alpha * prev + (1 - alpha) * s
+    keep = torch.ones_like(a_in)
+    if valid is not None:
+        pair = valid[:, :, None] & valid[:, None, :]
+        keep = pair[:, None].to(a_in.dtype).expand_as(a_in)
+    a_in = a_in * keep
+    k = conv.weight.shape[-1]
+    out = torch.zeros_like(a_in)
+    padded = torch.nn.functional.pad(a_in, (k // 2,) * 4)
+    n = a_in.shape[-1]
+    for o in range(a_in.shape[1]):  # each output head: bias + the k x k taps over every input head
+        acc = conv.bias[o] + torch.zeros_like(a_in[:, 0])
+        for i in range(a_in.shape[1]):
+            for dy in range(k):
+                for dx in range(k):
+                    acc = acc + conv.weight[o, i, dy, dx] * padded[:, i, dy : dy + n, dx : dx + n]
+        out[:, o] = acc
+    return (beta * torch.relu(out) + (1 - beta) * a_in) * keep
+
+
 def reference_interacting(x, mha, valid, prev, mode):
     """Eq. 11-12 (pairs) or Algorithm 1 (summed) with explicit loops over query and key heads."""
     q, k, v = mha.qkv(x).chunk(3, dim=-1)
@@ -36,7 +59,7 @@ def reference_interacting(x, mha, valid, prev, mode):
         values = [head(v, j) for j in range(h)]
     logits = torch.stack(logits, dim=1)
     if mha.evolution is not None:
-        logits = mha.evolution(logits, prev, valid)
+        logits = reference_evolution(logits, prev, valid, mha.evolution.conv, mha.evolution.alpha, mha.evolution.beta)
     outs = []
     for c in range(logits.shape[1]):
         scores = logits[:, c]
@@ -135,8 +158,9 @@ def test_crossed_branches_take_queries_from_the_other_branch():
 
     torch.testing.assert_close(left, ref(cca.left, xr, xl))  # left: Q from right, K, V from left
     torch.testing.assert_close(right, ref(cca.right, xl, xr))  # right: Q from left, K, V from right
+    # One input (eval: no corruption): both branches read it, and their outputs are concatenated and projected.
     out, _ = cca(xl)
-    torch.testing.assert_close(out, cca.proj(torch.cat(cca.forward_pair(xl, xl)[:2], -1)))
+    torch.testing.assert_close(out, cca.proj(torch.cat([ref(cca.left, xl, xl), ref(cca.right, xl, xl)], -1)))
 
 
 @pytest.mark.parametrize("alpha,beta", [(0.0, 0.0), (0.5, 0.5)])

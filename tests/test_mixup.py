@@ -7,7 +7,6 @@ import torch
 from scipy import stats
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
-from tsrep.estimators._recipe import AUTO_MIXUP
 from tsrep.training import SeriesBatchData, TrainConfig
 from tsrep.training.distributed import shard_indices
 from tsrep.training.loop import SupervisedTrainer
@@ -105,10 +104,11 @@ def _toy(n=20, t=24, seed=0):
 def test_auto_mixup_resolves_per_task_and_an_explicit_alpha_changes_the_fit():
     X, y = _toy()
     auto = EADCTransformerClassifier(**TINY).fit(X, y)
-    assert auto.mixup == "auto" and auto.mixup_ == AUTO_MIXUP
-    explicit = EADCTransformerClassifier(**TINY, mixup=AUTO_MIXUP).fit(X, y)
+    # The documented value (README, user guide), not the package's own constant: a changed constant must fail here.
+    assert auto.mixup == "auto" and auto.mixup_ == 0.2
+    explicit = EADCTransformerClassifier(**TINY, mixup=0.2).fit(X, y)
     np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
-    other = EADCTransformerClassifier(**TINY, mixup=1.0 if AUTO_MIXUP != 1.0 else 0.0).fit(X, y)
+    other = EADCTransformerClassifier(**TINY, mixup=1.0).fit(X, y)
     assert not np.allclose(auto.predict_proba(X), other.predict_proba(X))
     regressor = EADCTransformerRegressor(**TINY).fit(X, X[:, 0, 0])
     assert regressor.mixup_ == 0.0

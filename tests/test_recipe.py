@@ -180,13 +180,13 @@ def test_ensemble_of_two_averages_its_members_exactly():
 
 def test_ensemble_members_take_the_token_budgets_in_turn():
     X, y = _toy(20, t=64)
-    ens = EADCTransformerClassifier(**TINY, n_estimators=3, max_tokens=(8, 4)).fit(X, y)
-    # 64 steps: at most 8 tokens -> stride 8, at most 4 -> stride 16; the third member takes the first budget.
+    ens = EADCTransformerClassifier(**TINY, n_estimators=4, max_tokens=(8, 4)).fit(X, y)
+    # 64 steps: at most 8 tokens -> stride 8, at most 4 -> stride 16; members 2 and 3 take the budgets again.
     budgets = [(m.max_tokens, m.patch_len_, m.patch_stride_) for m in ens.estimators_]
-    assert budgets == [(8, 16, 8), (4, 32, 16), (8, 16, 8)]
-    assert [m.module_.encoder.n_positions for m in ens.estimators_] == [8, 4, 8]
+    assert budgets == [(8, 16, 8), (4, 32, 16), (8, 16, 8), (4, 32, 16)]
+    assert [m.module_.encoder.n_positions for m in ens.estimators_] == [8, 4, 8, 4]
     probas = [m.predict_proba(X) for m in ens.estimators_]
-    np.testing.assert_array_equal(ens.predict_proba(X), (probas[0] + probas[1] + probas[2]) / 3)
+    np.testing.assert_array_equal(ens.predict_proba(X), (probas[0] + probas[1] + probas[2] + probas[3]) / 4)
     # A member is the single model of its seed and budget.
     alone = EADCTransformerClassifier(**{**TINY, "random_state": ens.estimators_[1].random_state}, max_tokens=4)
     np.testing.assert_allclose(alone.fit(X, y).predict_proba(X), probas[1], atol=1e-6)
@@ -239,11 +239,22 @@ def test_auto_token_budget_is_32_for_a_classifier_and_64_for_a_regressor():
 
 
 def test_baselines_train_with_the_same_recipe():
+    """A baseline's fit runs the shared recipe itself: the step budget, no split below 100 validation cases,
+    and the one-cycle schedule's learning rates (up over the first quarter, then down), read from the fit."""
     X, y = _toy(20)
+    lrs = []
+
+    class RecordLR(Callback):
+        def on_epoch_end(self, epoch, logs):
+            lrs.append(logs["lr"])
+
     resnet = get_model("resnet", "classification", d_model=8, n_blocks=1, batch_size=8, max_epochs=1,
-                       min_steps=9, random_state=0).fit(X, y)
-    assert resnet.n_epochs_ == 3 and resnet.validation_fraction_ == 0.0
-    assert resnet.get_params()["lr_schedule"] == "onecycle"
+                       min_steps=24, random_state=0, callbacks=[RecordLR()]).fit(X, y)
+    assert resnet.n_epochs_ == 8 and resnet.validation_fraction_ == 0.0 and len(lrs) == 8
+    peak = int(np.argmax(lrs))
+    assert 0 < peak < 4 and max(lrs) == pytest.approx(1e-3, rel=0.05)  # the default lr is the cycle's peak
+    assert lrs[0] < 0.8 * max(lrs) and lrs[-1] < 0.01 * max(lrs)  # (logged after each epoch)
+    assert all(a >= b for a, b in zip(lrs[peak:], lrs[peak + 1 :]))
 
 
 @pytest.mark.parametrize(

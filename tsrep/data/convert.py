@@ -30,6 +30,16 @@ def as_case_list(X, trailing_nan_is_padding: bool = False) -> list[np.ndarray]:
     return [np.asarray(x, dtype=np.float64) for x in X]
 
 
+def masked_as_missing(X):
+    """X with the masked entries of numpy masked arrays (X itself, or the series of a list) as NaN, the
+    package's missing value; anything else unchanged. np.asarray would drop the mask and keep the values."""
+    if isinstance(X, np.ma.MaskedArray):
+        return np.ma.asarray(X, dtype=np.float64).filled(np.nan)
+    if isinstance(X, list) and any(isinstance(x, np.ma.MaskedArray) for x in X):
+        return [masked_as_missing(x) if isinstance(x, np.ma.MaskedArray) else x for x in X]
+    return X
+
+
 def trim_trailing_nan(x: np.ndarray) -> np.ndarray:
     """(C, T) -> (C, t): x up to its last step with an observed value in any channel (x itself when none)."""
     observed = ~np.isnan(x).all(axis=0)
@@ -48,7 +58,9 @@ def finite_mean_std(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     values = np.asarray(values, dtype=np.float64)
     largest = np.nanmax(np.abs(values), axis=-1, keepdims=True, initial=0.0)
-    scale = np.ldexp(1.0, np.frexp(np.where(np.isfinite(largest) & (largest > 0), largest, 1.0))[1])
+    # 2^(e - 1) for largest = m 2^e, m in [0.5, 1): scaled values stay within [-2, 2], and the power of two
+    # stays finite for the largest floats (2^e is 2^1024, infinite, from about 9e307 on).
+    scale = np.ldexp(1.0, np.frexp(np.where(np.isfinite(largest) & (largest > 0), largest, 1.0))[1] - 1)
     scaled = values / scale
     with warnings.catch_warnings():  # an all-NaN row is an answer (NaN), not a warning
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -83,14 +95,44 @@ class ChannelStandardizer:
         mean, std = finite_mean_std(values)  # no overflow for values of magnitude up to float64's limit
         self.mean_ = np.nan_to_num(mean, nan=0.0)
         std = np.nan_to_num(std, nan=1.0)
-        # The floor is relative to the channel's magnitude: a constant channel of 1e300 has a std of
-        # about 1e284 from rounding alone, and must still read as constant.
-        floor = np.maximum(1e-8, 1e-12 * np.abs(self.mean_))
-        self.std_ = np.where(std > floor, std, 1.0)
+        # A channel is constant when its spread is no more than float64 rounding of its n values can
+        # make (scikit-learn's test for a constant feature, in terms of the std): a constant channel of
+        # 1e300 has a std of about 1e284 from rounding alone, while a channel of values near 1e-12 that
+        # do vary is kept (no absolute floor).
+        observed = np.sum(~np.isnan(values), axis=1)
+        constant = std <= observed * np.finfo(np.float64).eps * np.abs(self.mean_)
+        self.std_ = np.where(constant, 1.0, std)
+        _check_no_channel_erased(values, self.std_, [c.shape[1] for c in cases])
         return self
 
     def transform(self, cases: list[np.ndarray]) -> list[np.ndarray]:
         return [(self._pre(x) - self.mean_[:, None]) / self.std_[:, None] for x in cases]
+
+
+#: Below this share of a unit, standardised values round together in float32 (2^-24: its resolution at 1).
+FLOAT32_RESOLUTION = 2.0**-24
+
+
+def _check_no_channel_erased(values: np.ndarray, std: np.ndarray, lengths: list[int]) -> None:
+    """ValueError when a few extreme values set a channel's std so large that, standardised, the
+    channel's ordinary values (its interquartile range) fall within float32 rounding of one another:
+    a single 1e300 among values near 1 would erase the channel for the network."""
+    for channel, (row, scale) in enumerate(zip(values, std)):
+        observed = row[~np.isnan(row)]
+        if len(observed) < 4:
+            continue
+        low, median, high = np.percentile(observed, [25, 50, 75])
+        if 0 < high - low < FLOAT32_RESOLUTION * scale:
+            position = int(np.nanargmax(np.abs(row - median)))
+            case = int(np.searchsorted(np.cumsum(lengths), position, side="right"))
+            step = position - (int(np.sum(lengths[:case])) if case else 0)
+            raise ValueError(
+                f"X channel {channel} holds extreme values (the largest, {row[position]:.3g}, at case {case}, step "
+                f"{step}) against an interquartile range of {high - low:.3g}: standardised with the std they give "
+                f"({scale:.3g}), the channel's ordinary values would round to one value in float32 and the network "
+                "would see nothing of them; correct or remove those values (NaN marks a missing one), or use "
+                "scaling='symlog' for heavy-tailed data"
+            )
 
 
 def fill_missing(x: np.ndarray) -> np.ndarray:

@@ -41,6 +41,11 @@ def resolve_device(device) -> torch.device:
         raise ValueError(
             f"device={device!r} is not a device name torch knows; use 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
         ) from None
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(
+            f"device={device!r} is a {dev.type!r} device; tsrep trains and predicts on 'cpu', 'cuda' or 'mps'"
+            + (" (a 'meta' tensor has a shape but no data)" if dev.type == "meta" else "")
+        )
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device={device!r} but CUDA is not available on this machine; use device='auto' or 'cpu' "

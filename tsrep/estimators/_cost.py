@@ -55,7 +55,8 @@ def check_front_end_combinations(est) -> None:
 
 def check_max_tokens(max_tokens, n_estimators: int) -> None:
     """Raise ValueError unless a tuple / list max_tokens holds positive ints and goes with an ensemble
-    (n_estimators >= 2), whose members take the budgets in turn (an int is checked where it is declared)."""
+    (n_estimators >= 2) of a multiple of its length, whose members take the budgets in turn (an int is
+    checked where it is declared)."""
     if not isinstance(max_tokens, (tuple, list)):
         return
     if not max_tokens or not all(_is_positive_int(m) for m in max_tokens):
@@ -64,6 +65,14 @@ def check_max_tokens(max_tokens, n_estimators: int) -> None:
         raise ValueError(
             f"max_tokens={max_tokens!r} gives the members of an ensemble their token budgets in turn, but "
             f"n_estimators={n_estimators}; set n_estimators >= 2 or give one int"
+        )
+    if n_estimators % len(max_tokens):
+        # Budgets that no member takes, or budgets taken by unequal numbers of members, are never what was meant.
+        raise ValueError(
+            f"max_tokens={max_tokens!r} gives the members their token budgets in turn, so n_estimators must be a "
+            f"multiple of its {len(max_tokens)} budgets (got n_estimators={n_estimators}: "
+            + (f"{len(max_tokens) - n_estimators} budget(s) would train no member)"
+               if n_estimators < len(max_tokens) else "the budgets would have unequal numbers of members)")
         )
 
 

@@ -20,16 +20,17 @@ tsrep.estimators.classifier / regressor; the aeon base class comes last.
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 import warnings
 
 import numpy as np
 import torch
 from aeon.utils.validation import check_n_jobs
-from sklearn.base import clone
 
 from tsrep.backbones import SeriesModel
 from tsrep.data import ChannelStandardizer, as_case_list
+from tsrep.data.convert import masked_as_missing
 from tsrep.estimators._common import (
     check_enough_cases,
     check_finite_outputs,
@@ -42,7 +43,7 @@ from tsrep.estimators._common import (
     seed_from,
 )
 from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, check_declared, constraints_of
-from tsrep.estimators._ensemble import fit_members
+from tsrep.estimators._ensemble import clone_member, fit_members
 from tsrep.estimators._long_runs import check_warm_start, restore_preprocessing, resume_settings, warm_state
 from tsrep.estimators._recipe import (
     check_sample_weight, resolve_min_steps, resolve_mixup, resolve_validation_fraction,
@@ -181,7 +182,7 @@ class DeepSeriesEstimator:
         if self.n_estimators > 1:
             concurrent = min(self._n_jobs, self.n_estimators)
             if concurrent > 1:  # members training at once add up their memory: refuse here, not in a worker
-                probe = clone(self).set_params(n_estimators=1, n_jobs=1, warm_start=False, **self._member_params(None))
+                probe = clone_member(self, n_estimators=1, n_jobs=1, warm_start=False, **self._member_params(None))
                 probe._concurrent_fits = concurrent
                 with warnings.catch_warnings():  # the members warn of the data themselves
                     warnings.simplefilter("ignore")
@@ -194,6 +195,7 @@ class DeepSeriesEstimator:
 
     # ----------------------------------------------------------------- data
     def _preprocess_collection(self, X, store_metadata=True):
+        X = masked_as_missing(X)  # before aeon's checks, which would drop a masked array's mask
         check_not_empty(X)
         with warnings.catch_warnings():  # numpy's overflow and all-NaN notes from aeon's checks: check_values says more
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -286,6 +288,12 @@ class DeepSeriesEstimator:
             self.augmentation, len(data), int(data.valid.sum(1).min()), getattr(self, "conv_stem_", None)
         )
         train_idx, val_idx = stratified_split(labels, self.validation_fraction_, rng, stratify_on is not None)
+        if self.validation_fraction_ > 0 and not len(val_idx):
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction!r} would hold out {math.ceil(self.validation_fraction_ * len(data))} "
+                f"of the {len(data)} training cases and leave fewer than 2 to train on; use a smaller fraction, "
+                "or 0 for no validation split"
+            )
         return data.subset(train_idx), (data.subset(val_idx) if len(val_idx) else None)
 
     def _train_config(self) -> TrainConfig:

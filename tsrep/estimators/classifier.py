@@ -19,11 +19,12 @@ class SeriesClassifierMixin:
 
     _task = "classification"
 
-    def _check_y(self, y, n_cases, *args, **kwargs):
+    def _check_y(self, y, n_cases, update_classes=True, allow_single_class=False):
         check_class_labels(y)  # missing or mixed labels, named before aeon's generic checks
         if isinstance(y, (list, tuple)):  # scikit-learn takes a list of labels; aeon's check wants an array
             y = np.asarray(y)
-        return super()._check_y(y, n_cases, *args, **kwargs)
+        # Scoring learns no classes: a test set whose cases are all of one class is scored like any other.
+        return super()._check_y(y, n_cases, update_classes, allow_single_class or not update_classes)
 
     def _fit(self, X, y):
         is_ensemble, sample_weight = self._fit_setup_recipe(X, y)

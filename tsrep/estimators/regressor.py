@@ -61,7 +61,15 @@ class SeriesRegressorMixin:
         if self.estimators_:
             return mean_of([m.predict(X) for m in self.estimators_])
         out = self._outputs(X).squeeze(-1).double().numpy()
-        return out * self.y_std_ + self.y_mean_
+        with np.errstate(over="ignore"):
+            predictions = out * self.y_std_ + self.y_mean_
+        if not np.isfinite(predictions).all():  # targets near float64's limit, and a network answering beyond them
+            bad = np.flatnonzero(~np.isfinite(predictions))
+            raise ValueError(
+                f"the predictions for X case(s) {', '.join(map(str, bad[:5]))} exceed float64's range in the units "
+                f"of y (training targets of std {self.y_std_:.3g}); rescale y before fitting"
+            )
+        return predictions
 
 
 class EADCTransformerRegressor(EADCTransformerMixin, SeriesRegressorMixin, BaseRegressor):

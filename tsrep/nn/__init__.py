@@ -1,5 +1,6 @@
 """Building blocks shared by every backbone (time series, text, vision)."""
 
+from tsrep.nn._compile import stock_ops
 from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.attention_augmented_conv import AttentionAugmentedConv2d
 from tsrep.nn.attention_kinds import ATTENTION_KINDS, attention_kind_names, build_attention, register_attention
@@ -34,4 +35,5 @@ __all__ = [
     "SequencePooling",
     "TransformerLayer",
     "pair_mask",
+    "stock_ops",
 ]

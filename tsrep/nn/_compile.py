@@ -1,20 +1,49 @@
-"""Whether the code runs under torch.compile's tracing: the hand-fused steps then give way to stock ops.
+"""When the hand-fused steps give way to stock ops: under torch.compile's tracing, and inside `stock_ops()`.
 
 The evolving attention saves memory in eager mode with custom autograd Functions that overwrite their own
 outputs (the Q K^T map, the convolution-and-blend, softmax-dropout-values). torch.compile cannot trace an in-place
 update of such an output, and it plans the graph's memory and fuses element-wise work itself; under it the same
-equations run as plain torch ops (the Functions' stock references).
+equations run as plain torch ops (the Functions' stock references). The fused Functions' backward passes are
+not themselves differentiable: second derivatives (gradient penalties, Hessian-vector products, meta-learning)
+need the stock ops too, which `with tsrep.nn.stock_ops():` selects for the forward passes it encloses.
 """
 
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 import torch
 
 
 # torch.compiler.is_compiling from torch 2.3; torch._dynamo's before. Looked up once: compiling() runs in every layer.
 _is_compiling = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
+_state = threading.local()
+
+
+@contextmanager
+def stock_ops():
+    """Run tsrep's layers with stock PyTorch operations only (twice differentiable; more memory than the
+    fused steps). Forward passes inside the block build graphs that ``torch.autograd.grad(...,
+    create_graph=True)`` and ``gradgradcheck`` can differentiate again."""
+    before = getattr(_state, "stock", False)
+    _state.stock = True
+    try:
+        yield
+    finally:
+        _state.stock = before
 
 
 def compiling() -> bool:
-    """True while torch.compile traces the calling code."""
-    return bool(_is_compiling())
+    """True while torch.compile traces the calling code, or inside `stock_ops()`: use the stock ops."""
+    return bool(_is_compiling()) or getattr(_state, "stock", False)
+
+
+def refuse_double_backward(what: str) -> None:
+    """RuntimeError when a fused step's backward runs with create_graph=True (its result would have no, or a
+    wrong, graph): second derivatives need the stock ops."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(
+            f"second derivatives through tsrep's fused {what} are not available (its backward is not itself "
+            "differentiable); run the forward pass inside `with tsrep.nn.stock_ops():` to differentiate twice"
+        )

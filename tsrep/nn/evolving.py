@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tsrep.nn._compile import compiling
+from tsrep.nn._compile import compiling, refuse_double_backward
 
 MAP_CONV_MASKS = ("full", "causal", "cross")
 
@@ -299,6 +299,7 @@ class ConvReluBlend(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        refuse_double_backward("map convolution (evolving attention)")
         x, weight, positive = ctx.saved_tensors
         padding, pre_pad, beta, has_bias = ctx.settings
         # beta is applied after the (linear) convolution backward; a product with the bool mask is

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tsrep.nn._compile import compiling
+from tsrep.nn._compile import compiling, refuse_double_backward
 
 _LEVELS = 1 << 16
 
@@ -70,6 +70,7 @@ class SoftmaxDropoutValues(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        refuse_double_backward("attention softmax-dropout-values step")
         probs, v, keep = ctx.saved_tensors
         grad = grad.to(v.dtype)
         if ctx.scale != 1.0:
