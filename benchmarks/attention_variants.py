@@ -15,7 +15,12 @@ name them:
     DEACON-direct-h     head_mixing="deacon-direct"      (m = h)
     DEACON-<form>-m     head_mixing="deacon-<form>", deacon_m=m < h
 
+With ``--defaults`` every variant instead trains with the estimator's own defaults (d_model 64, 3 blocks, 4
+heads, the default recipe: at least 800 optimiser steps), the variant's parameters alone changed: the check
+that no attention kind or head mixing diverges over a whole default fit. ``--seeds`` repeats every cell.
+
 Run:  python benchmarks/attention_variants.py --max-epochs 20
+      python benchmarks/attention_variants.py --defaults --datasets JapaneseVowels BasicMotions --seeds 0 1 2
 """
 
 from __future__ import annotations
@@ -38,11 +43,12 @@ except ImportError:  # not installed: run from a checkout
     import tsrep
 
 import torch
-from aeon.datasets import load_covid_3month, load_japanese_vowels
+from aeon.datasets import load_basic_motions, load_covid_3month, load_japanese_vowels
 
 DATASETS = {
     # name: (loader, task, extra estimator parameters)
     "JapaneseVowels": (load_japanese_vowels, "classification", {}),
+    "BasicMotions": (load_basic_motions, "classification", {}),
     # 140 training cases: a validation split of 28 selects epochs by noise (the models then end no
     # better than the training mean), so Covid3Month trains on all of TRAIN for max_epochs epochs;
     # case counts are heavy-tailed, hence symlog scaling (the recipe of tests/test_accuracy.py).
@@ -68,7 +74,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--variants", nargs="+", default=None, help="subset of variant names (default: all)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--defaults", action="store_true",
+                        help="the estimator's defaults for everything but the variant (the model and recipe options "
+                             "below are then ignored)")
     parser.add_argument("--max-epochs", type=int, default=20)
     parser.add_argument("--patience", type=int, default=10)
     parser.add_argument("--validation-fraction", type=float, default=0.2)
@@ -96,15 +105,17 @@ def load(name):
     return X_train, y_train, X_test, y_test, task, extra
 
 
-def fit_one(args, task, extra, params, X_train, y_train, X_test, y_test):
+def fit_one(args, task, extra, params, X_train, y_train, X_test, y_test, seed):
     cls = tsrep.EADCTransformerClassifier if task == "classification" else tsrep.EADCTransformerRegressor
     kwargs = dict(
         d_model=args.d_model, n_blocks=args.n_blocks, n_heads=args.n_heads, p=args.p,
         alpha=args.alpha, beta=args.beta, batch_size=args.batch_size, max_epochs=args.max_epochs,
         patience=args.patience, validation_fraction=args.validation_fraction,
-        deacon_inner_steps=args.deacon_inner_steps, device=args.device, random_state=args.seed,
+        deacon_inner_steps=args.deacon_inner_steps,
     )
-    est = cls(**{**kwargs, **extra, **params})
+    if args.defaults:
+        kwargs, extra = {}, {}
+    est = cls(**{**kwargs, **extra, **params, "device": args.device, "random_state": seed})
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
@@ -136,8 +147,9 @@ def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     wall0 = time.perf_counter()
-    m = args.deacon_m if args.deacon_m is not None else max(1, args.n_heads // 2)
-    chosen = variants(args.n_heads, m)
+    n_heads = tsrep.EADCTransformerClassifier().n_heads if args.defaults else args.n_heads
+    m = args.deacon_m if args.deacon_m is not None else max(1, n_heads // 2)
+    chosen = variants(n_heads, m)
     if args.variants:
         unknown = set(args.variants) - set(chosen)
         if unknown:
@@ -147,39 +159,54 @@ def main(argv=None):
         f"# Attention variants vs EA-DC-T ({datetime.datetime.now().isoformat(timespec='seconds')})",
         f"python {platform.python_version()}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
         f"tsrep {tsrep.__version__}, {platform.platform()}",
-        f"model: d_model {args.d_model}, n_blocks {args.n_blocks}, n_heads {args.n_heads}, p {args.p}, "
-        f"alpha {args.alpha}, beta {args.beta}, batch {args.batch_size}, RAdam lr 1e-3, dropout 0.1; "
-        f"max_epochs {args.max_epochs}, patience {args.patience}, validation {args.validation_fraction} of TRAIN "
-        f"(Covid3Month: none, symlog scaling); "
-        f"seed {args.seed}; DEACON dP 0.2, xi 0.8, inner steps {args.deacon_inner_steps}, pruned m = {m}",
+        (
+            "model and recipe: the estimators' defaults, the variant's parameters alone changed"
+            if args.defaults else
+            f"model: d_model {args.d_model}, n_blocks {args.n_blocks}, n_heads {args.n_heads}, p {args.p}, "
+            f"alpha {args.alpha}, beta {args.beta}, batch {args.batch_size}, RAdam lr 1e-3, dropout 0.1; "
+            f"max_epochs {args.max_epochs}, patience {args.patience}, validation {args.validation_fraction} of TRAIN "
+            f"(Covid3Month: none, symlog scaling)"
+        ) + f"; seeds {' '.join(map(str, args.seeds))}; DEACON pruned m = {m}",
     ]
     print("\n".join(header), flush=True)
-    lines = ["| data set | variant | test score | vs EA-DC-T | #params | vs EA-DC-T | fit s | best/run epochs | finite | note |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for name in args.datasets:
+    lines = ["| data set | variant | seed | test score | vs EA-DC-T | #params | vs EA-DC-T | fit s | best/run epochs | finite | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    summary = {}  # (data set, variant) -> scores over the seeds, or None for a failed fit
+    for name, seed in [(name, seed) for name in args.datasets for seed in args.seeds]:
         X_train, y_train, X_test, y_test, task, extra = load(name)
         metric = "acc" if task == "classification" else "RMSE"
         if task == "regression":  # the floor every model must beat: predict the training mean
             const = float(np.sqrt(np.mean((y_test - np.mean(y_train)) ** 2)))
-            lines.append(f"| {name} ({metric}) | constant (training mean) | {const:.4f} | | 0 | | | | | reference |")
+            lines.append(f"| {name} ({metric}) | constant (training mean) | | {const:.4f} | | 0 | | | | | reference |")
             print(f"{name:15s} {'constant (train mean)':22s} {metric} {const:.4f}", flush=True)
         base = None
         for label, params in chosen.items():
-            r = fit_one(args, task, extra, params, X_train, y_train, X_test, y_test)
+            r = fit_one(args, task, extra, params, X_train, y_train, X_test, y_test, seed)
+            cell = summary.setdefault((f"{name} ({metric})", label), [])
             if "error" in r:
-                print(f"{name:15s} {label:22s} FAILED after {r['seconds']:.1f} s: {r['error']}", flush=True)
-                lines.append(f"| {name} | {label} | failed | | | | {r['seconds']:.1f} | | no | {r['error'][:60]} |")
+                cell.append(None)
+                print(f"{name:15s} {label:22s} seed {seed} FAILED after {r['seconds']:.1f} s: {r['error']}", flush=True)
+                lines.append(f"| {name} | {label} | {seed} | failed | | | | {r['seconds']:.1f} | | no | {r['error'][:60]} |")
                 continue
+            cell.append(r["score"] if r["finite"] else None)
             if label == "EA-DC-T":
                 base = r
             d_score = f"{r['score'] - base['score']:+.4f}" if base else ""
             d_params = f"{100.0 * (r['params'] / base['params'] - 1):+.1f} %" if base else ""
-            print(f"{name:15s} {label:22s} {metric} {r['score']:.4f} ({d_score})  params {r['params']:,} ({d_params})  "
+            print(f"{name:15s} {label:22s} seed {seed} {metric} {r['score']:.4f} ({d_score})  params {r['params']:,} ({d_params})  "
                   f"{r['fit_s']:.1f} s  epochs {r['best']}/{r['run']}  finite {r['finite']}", flush=True)
             lines.append(
-                f"| {name} ({metric}) | {label} | {r['score']:.4f} | {d_score} | {r['params']:,} | {d_params} | "
+                f"| {name} ({metric}) | {label} | {seed} | {r['score']:.4f} | {d_score} | {r['params']:,} | {d_params} | "
                 f"{r['fit_s']:.1f} | {r['best']}/{r['run']} | {'yes' if r['finite'] else 'NO'} | {r['note']} |"
             )
+    if len(args.seeds) > 1:  # the mean over the seeds, beside the plain EA-DC-T's
+        lines += ["", "| data set | variant | mean test score over the seeds | vs EA-DC-T | finite fits |", "|---|---|---|---|---|"]
+        for (name, label), scores in summary.items():
+            done = [v for v in scores if v is not None]
+            mean = float(np.mean(done)) if done else float("nan")
+            base_scores = [v for v in summary.get((name, "EA-DC-T"), []) if v is not None]
+            diff = f"{mean - float(np.mean(base_scores)):+.4f}" if base_scores and done else ""
+            lines.append(f"| {name} | {label} | {mean:.4f} | {diff} | {len(done)} of {len(scores)} |")
     table = "\n".join(lines)
     footer = f"Wall time: {time.perf_counter() - wall0:.1f} s"
     print()
