@@ -118,3 +118,49 @@ def test_adamw_is_fused_on_the_cpu_and_steps_as_the_plain_one():
             opt.step()
     for p, q in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- the loop: no host sync per step
+def test_a_non_finite_loss_stops_the_fit_at_the_end_of_its_epoch_naming_it(monkeypatch):
+    """The batch losses stay on the device during an epoch (no host synchronisation per step); a NaN among
+    them is a FloatingPointError naming the epoch, and the epoch's mean loss is the mean of the batch losses."""
+    import numpy as np
+
+    import tsrep.estimators.classifier as classifier
+    from tsrep import EADCTransformerClassifier
+
+    X, y = np.random.default_rng(0).normal(size=(16, 2, 12)), np.arange(16) % 2
+    tiny = dict(d_model=8, n_blocks=1, n_heads=2, max_epochs=3, min_steps=0, batch_size=4, device="cpu", random_state=0)
+    seen = []
+    loss_of = classifier.classification_loss
+
+    def recording_loss(smoothing):
+        loss = loss_of(smoothing)
+
+        def record(outputs, targets, weights=None):
+            value = loss(outputs, targets, weights)
+            if outputs.requires_grad:  # training batches, not the evaluation of a validation split
+                seen.append(float(value.detach()))
+            return value
+
+        return record
+
+    monkeypatch.setattr(classifier, "classification_loss", recording_loss)
+    clf = EADCTransformerClassifier(**tiny, mixup=0.0).fit(X, y)
+    assert len(seen) == 12
+    assert clf.history_.train_loss == pytest.approx([np.mean(seen[i : i + 4]) for i in (0, 4, 8)], rel=1e-12)
+
+    def nan_from_the_sixth_batch(smoothing):
+        loss = loss_of(smoothing)
+        calls = []
+
+        def spoiled(outputs, targets, weights=None):
+            calls.append(1)
+            value = loss(outputs, targets, weights)
+            return value * float("nan") if len(calls) >= 6 else value
+
+        return spoiled
+
+    monkeypatch.setattr(classifier, "classification_loss", nan_from_the_sixth_batch)
+    with pytest.raises(FloatingPointError, match=r"training loss at epoch 1 became nan; try a smaller lr \(now 0\.001\)"):
+        EADCTransformerClassifier(**tiny, mixup=0.0).fit(X, y)

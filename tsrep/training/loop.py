@@ -134,21 +134,22 @@ def shuffled_batches(n: int, batch_size: int, generator: torch.Generator, min_si
         yield index
 
 
-def backward_and_step(
-    model: nn.Module, optimizer, loss: torch.Tensor, grad_clip, what: str, lr, checked: torch.Tensor | None = None
-) -> None:
-    """Backward, clip the gradient norm, step; a non-finite loss is an error naming `what`.
-
-    checked: the value tested for finiteness instead of `loss`; data-parallel loops pass the global
-    batch loss (DataParallel.batch_loss), the same on every rank, so that every rank stops alike.
-    """
-    checked = loss if checked is None else checked
-    if not torch.isfinite(checked):
-        raise FloatingPointError(f"{what} became {checked.item()}; try a smaller lr (now {lr})")
+def backward_and_step(model: nn.Module, optimizer, loss: torch.Tensor, grad_clip) -> None:
+    """Backward, clip the gradient norm, step. Nothing here waits for the device: the loss is checked for
+    finiteness once per epoch (Trainer.train_epoch), not by a host synchronisation every step."""
     loss.backward()
     if grad_clip:
-        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        nn.utils.clip_grad_norm_(model.parameters(), grad_clip, foreach=True)
     optimizer.step()
+
+
+def check_finite_loss(total: torch.Tensor, what: str, lr) -> float:
+    """The epoch's summed batch losses as a float: one host synchronisation per epoch. A non-finite sum
+    (some batch's loss was NaN or infinite) is a FloatingPointError naming `what`."""
+    value = float(total)
+    if not math.isfinite(value):
+        raise FloatingPointError(f"{what} became {value}; try a smaller lr (now {lr})")
+    return value
 
 
 def cpu_state_dict(module: nn.Module) -> dict:
@@ -254,28 +255,34 @@ class Trainer:
         return self.history
 
     def train_epoch(self, epoch: int) -> float:
-        """One pass over the reshuffled cases; returns the mean loss, each batch weighted by its size."""
+        """One pass over the reshuffled cases; returns the mean loss, each batch weighted by its size.
+
+        The batch losses are summed on the device and read once, at the end of the epoch: a read (and the
+        finiteness test) after every step would make the host wait for the device at every step. A
+        non-finite loss is a FloatingPointError then, naming the epoch (the rank's losses are the global
+        ones under data parallelism, so every rank stops alike)."""
         self.parallel.model.train()
-        total, seen = 0.0, 0
+        # float64 sums as Python floats did (MPS has no float64)
+        dtype = torch.float32 if torch.device(self.device).type == "mps" else torch.float64
+        total, seen = torch.zeros((), dtype=dtype, device=self.device), 0
         for index in shuffled_batches(self.n_cases, self.batch_size, self.generator, self.parallel.min_batch_size):
             loss, size = self.train_step(index, epoch)
             total += loss * size
             seen += size
-        return total / max(seen, 1)
+        return check_finite_loss(total, f"{self.loss_name} at epoch {epoch}", self.lr) / max(seen, 1)
 
-    def train_step(self, index: torch.Tensor, epoch: int) -> tuple[float, int]:
+    def train_step(self, index: torch.Tensor, epoch: int) -> tuple[torch.Tensor, int]:
         """One optimiser step on the batch `index` (n_batch,) of case indices; returns the batch's
-        loss (the same on every rank) and its size as :meth:`batch_loss` counts it."""
+        loss (a detached scalar tensor on the device, the same on every rank) and its size as
+        :meth:`batch_loss` counts it."""
         self.optimizer.zero_grad(set_to_none=True)
         loss, n_shard, n_batch = self.batch_loss(index)
         # A batch that counts nothing (no masked entry) has a zero loss on every rank: any weight does.
         loss = self.parallel.weight_loss(loss, n_shard, max(n_batch, 1))
         batch_loss = self.parallel.batch_loss(loss)
-        backward_and_step(
-            self.model, self.optimizer, loss, self.grad_clip, f"{self.loss_name} at epoch {epoch}", self.lr, batch_loss
-        )
+        backward_and_step(self.model, self.optimizer, loss, self.grad_clip)
         self.after_step()
-        return batch_loss.item(), n_batch
+        return batch_loss.detach(), n_batch
 
     def batch_loss(self, index: torch.Tensor) -> tuple[torch.Tensor, int, int]:
         """(loss, n_shard, n_batch): the mean loss over this rank's share of the batch `index`, and
