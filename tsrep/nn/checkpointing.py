@@ -12,10 +12,10 @@ restored while the layer is recomputed, so a checkpointed model trains exactly l
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 
 @contextlib.contextmanager
@@ -37,15 +37,28 @@ def frozen_batchnorm_statistics(module: nn.Module):
                 m.num_batches_tracked.copy_(counter)
 
 
-# torch.compile cannot trace a checkpoint with a context_fn: a checkpointed layer runs eagerly, the rest compiled.
-@torch.compiler.disable
 def checkpointed(layer: nn.Module, *args):
     """layer(*args), keeping only args for backward when gradients are needed (else a plain call)."""
     if not torch.is_grad_enabled():
         return layer(*args)
-    return checkpoint(
-        layer,
-        *args,
-        use_reentrant=False,
-        context_fn=lambda: (contextlib.nullcontext(), frozen_batchnorm_statistics(layer)),
-    )
+    return _eager_checkpoint()(layer, *args)
+
+
+@functools.cache
+def _eager_checkpoint():
+    """torch's checkpoint with the BatchNorm guard, run eagerly: torch.compile cannot trace a checkpoint with a
+    context_fn, so a checkpointed layer runs eagerly and the rest compiled. Built on first use: importing
+    torch.utils.checkpoint and applying torch.compiler.disable load torch._dynamo (seconds), which a fit
+    without checkpointing, and `import tsrep`, need not pay."""
+    from torch.utils.checkpoint import checkpoint
+
+    @torch.compiler.disable
+    def run(layer, *args):
+        return checkpoint(
+            layer,
+            *args,
+            use_reentrant=False,
+            context_fn=lambda: (contextlib.nullcontext(), frozen_batchnorm_statistics(layer)),
+        )
+
+    return run
