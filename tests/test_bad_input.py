@@ -250,6 +250,38 @@ def test_encoder_on_long_series_is_refused(memory_of_8_gib):
         TSRepEncoder(**{**TINY_ENCODER, "batch_size": 64}).fit(_data(n_cases=64, n_channels=1, length=6000)[0])
 
 
+def test_doubling_padding_of_many_dilated_blocks_is_refused_before_any_weight(memory_of_8_gib, monkeypatch):
+    # Block i pads its causal convolution's input by (kernel_size - 1) * 2**i steps whatever the series'
+    # length: 22 blocks on 12 steps need about 12 GiB, nearly all of it padding, and 16 blocks 0.2 GiB.
+    # A network is never built here: a fit that passes the check stops where it would build one.
+    import tsrep.representation
+
+    reached = []
+    monkeypatch.setattr(EADCTransformerClassifier, "_build_model", lambda self, n: reached.append(n) or 1 / 0)
+    monkeypatch.setattr(tsrep.representation, "build_encoder", lambda config: reached.append("encoder") or 1 / 0)
+    X16, y16 = np.random.default_rng(0).normal(size=(16, 2, 12)), np.arange(16) % 2
+    params = dict(d_model=8, n_heads=2, max_epochs=1, min_steps=0, device="cpu", random_state=0)
+    with pytest.raises(InsufficientMemoryError) as raised:
+        EADCTransformerClassifier(**params, n_blocks=22).fit(X16, y16)
+    message = str(raised.value)
+    assert "training would need about 16.0 GiB" in message and "dilated convolutions' padding 16.0 GiB" in message
+    assert "but cpu has 8.0 GiB free" in message
+    assert "fewer n_blocks (now 22: block i's dilated convolution pads its input by (kernel_size - 1) * 2**i" in message
+    assert "patch_len" not in message  # the maps of 12 tokens are not what lacks room
+    with pytest.raises(InsufficientMemoryError, match=r"pretraining would need about .*fewer n_blocks \(now 22"):
+        TSRepEncoder(**{**TINY_ENCODER, "n_blocks": 22, "batch_size": 16}).fit(X16)
+    assert reached == []
+    need = _memory.training_memory(
+        n_tokens_max=12, batch_size=16, in_features=2, d_model=8, n_blocks=22, n_heads=2, p=0.25, kernel_size=3,
+        dim_feedforward=None, attention="evolving", checkpointing=False,
+    )
+    last = 2 * 2**21  # steps of padding in the last block
+    assert need["padding"] == 4 * 16 * 8 * (2 * 2 * (2**22 - 1) + _memory.PAD_WORKSPACE_COPIES * last)
+    with pytest.raises(ZeroDivisionError):
+        EADCTransformerClassifier(**params, n_blocks=16).fit(X16, y16)
+    assert reached == [2]
+
+
 # ----------------------------------------------------------------------------- X and y at fit
 def _with(values_at, value, X=X):
     out = X.copy()

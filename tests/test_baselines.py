@@ -8,8 +8,9 @@ import pytest
 import torch
 from aeon.testing.estimator_checking import parametrize_with_checks as aeon_checks
 
-from tsrep.estimators import BackboneClassifier, BackboneRegressor
+from tsrep.estimators import BackboneClassifier, BackboneRegressor, _memory
 from tsrep.estimators.backbone import BACKBONES, build_encoder
+from tsrep.exceptions import InsufficientMemoryError
 
 TINY = {"d_model": 8, "n_blocks": 2, "n_heads": 2, "max_epochs": 2, "min_steps": 0, "batch_size": 8, "random_state": 0}
 
@@ -95,3 +96,62 @@ def test_bad_parameters_are_named_at_fit(params, match):
     X, y = _data()
     with pytest.raises(ValueError, match=match):
         BackboneClassifier(**{**TINY, **params}).fit(X, y)
+
+
+# ----------------------------------------------------------------------------- memory, refused before any weight
+@pytest.fixture
+def built_for_real(monkeypatch):
+    """Networks are counted on the meta device; a real build (a fit that passed the memory check, or one
+    with no check) is recorded and stopped there, so that nothing large is ever allocated."""
+    import tsrep.estimators.backbone as backbone_module
+
+    reached, build = [], backbone_module.build_encoder
+
+    def build_on_meta_only(*args):
+        if torch.empty(()).device.type != "meta":
+            reached.append(args[0])
+            raise ZeroDivisionError("a real network would be built here")
+        return build(*args)
+
+    monkeypatch.setattr(backbone_module, "build_encoder", build_on_meta_only)
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 8 * 2**30)  # whatever this machine has
+    return reached
+
+
+@pytest.mark.parametrize("backbone,params,length,match", [
+    # 5.4e11 weights: the first allocation alone would ask for 86 GB.
+    ("resnet", {"d_model": 2**16, "n_blocks": 3}, 16, r"weights and optimiser state 8064\.1 GiB: backbone 'resnet' "
+                                                     r"with 541,1[\d,]+ parameters.*a smaller d_model \(now 65536"),
+    ("transformer", {"d_model": 8, "n_heads": 2}, 20_000,
+     r"attention maps .*series of 20000 steps, batches of 8\).*a smaller batch_size \(now 8; the attention maps"),
+    ("lstm", {"d_model": 64}, 200_000, r"activations .*a smaller batch_size \(now 8; the activations grow"),
+    ("dilated-conv", {"d_model": 8, "n_blocks": 24}, 16,
+     r"dilated convolutions' padding .*fewer n_blocks \(now 24: block i's dilated convolution pads"),
+])
+def test_a_baseline_that_cannot_fit_is_refused_before_any_weight(built_for_real, backbone, params, length, match):
+    X = np.zeros((8, 1, length))
+    y = np.array(["a", "b"] * 4)
+    with pytest.raises(InsufficientMemoryError, match=match) as raised:
+        BackboneClassifier(**{**TINY, "backbone": backbone, **params}).fit(X, y)
+    assert "but cpu has 8.0 GiB free" in str(raised.value)
+    assert built_for_real == []
+    # The same backbone at a small size passes the check (the regressor's too) and goes on to build its network.
+    with pytest.raises(ZeroDivisionError):
+        BackboneRegressor(**{**TINY, "backbone": backbone}).fit(_data(n=8)[0], np.linspace(-1.0, 1.0, 8))
+    assert built_for_real == [backbone]
+
+
+def test_baseline_ensemble_members_at_once_are_refused_when_together_they_do_not_fit(built_for_real, monkeypatch):
+    X, y = _data(n=16, t=2000)
+    params = {**TINY, "backbone": "gru", "d_model": 64, "n_estimators": 3}
+    one = _memory.backbone_training_memory(
+        backbone="gru", n_parameters=1, n_steps=2000, batch_size=8, d_model=64, n_blocks=2, n_heads=2, kernel_size=3,
+        dim_feedforward=None,
+    )["total"]
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 2 * one)  # room for one member, not three
+    with pytest.raises(InsufficientMemoryError, match=r"about 3 members at once x .*a smaller n_jobs"):
+        BackboneClassifier(**params, n_jobs=3).fit(X, y)
+    assert built_for_real == []
+    with pytest.raises(ZeroDivisionError):  # one member at a time passes the check and goes on to build its network
+        BackboneClassifier(**params, n_jobs=1).fit(X, y)
+    assert built_for_real == ["gru"]

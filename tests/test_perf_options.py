@@ -82,6 +82,30 @@ def test_checkpointing_keeps_only_the_carried_map_per_layer_and_plain_keeps_at_m
     assert count <= 2 * n_layers
 
 
+def test_memory_estimate_bounds_the_dilated_convolutions_padding_kept_for_backward():
+    # Block i pads its convolution's d_model-wide input by (kernel_size - 1) * 2**i steps and keeps the
+    # padded copy for backward: with 12 blocks on 12 steps that padding is nearly all a training step
+    # keeps, and the estimate that decides whether a fit may start must count it, within a small factor.
+    from tsrep.estimators._memory import training_memory
+
+    settings = dict(d_model=8, n_heads=2, n_blocks=12, kernel_size=3, p=0.5)
+    encoder = DCTransformerEncoder(2, 12, **settings).train()
+    kept = {}
+
+    def pack(t):
+        kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        encoder(torch.randn(4, 12, 2)).sum()
+    padded = 2 * 4 * 8 * 4 * sum(12 + 2 * 2**i for i in range(12))  # two layers per block, float32
+    assert padded > 0.5 * sum(kept.values())
+    need = training_memory(n_tokens_max=12, batch_size=4, in_features=2, dim_feedforward=None, attention="evolving",
+                           checkpointing=False, **settings)
+    assert sum(kept.values()) <= need["total"] <= 4 * sum(kept.values())
+    assert need["padding"] > need["maps"] + need["activations"] + need["parameters"]
+
+
 # ----------------------------------------------------------------------------- fused map convolution
 @pytest.mark.parametrize("conv_mask", ["full", "causal", "cross"])
 @pytest.mark.parametrize("channels_last", [False, True])

@@ -21,11 +21,14 @@ Backbones (Wang et al. 2023, Sec. 4.1):
 
 from __future__ import annotations
 
+import torch
 from aeon.classification.base import BaseClassifier
 from aeon.regression.base import BaseRegressor
 
 from tsrep.backbones import SeriesModel
 from tsrep.backbones.baselines import baseline_builder, baseline_names
+from tsrep.estimators._common import resolve_device
+from tsrep.estimators._memory import check_backbone_memory
 from tsrep.estimators._parameters import BACKBONE, LONG_RUNS, PREPROCESSING, TRAINING, keyword_parameters
 from tsrep.estimators._harness import DeepSeriesEstimator
 from tsrep.estimators.classifier import SeriesClassifierMixin
@@ -65,6 +68,22 @@ class _BackboneMixin(DeepSeriesEstimator):
             raise ValueError(f"backbone must be one of {names}, got {self.backbone!r}{hint}")
         if self.backbone == "transformer" and self.d_model % self.n_heads:
             raise ValueError(f"n_heads={self.n_heads!r} must divide d_model={self.d_model}")
+
+    def _check_memory(self, n_cases: int, concurrent: int) -> None:
+        # Built on the meta device (shapes without storage), the network is counted without allocating
+        # it: a d_model that asks for tens of gigabytes of weights is refused here, not in the allocator.
+        n_outputs = max(int(getattr(self, "n_classes_", 1)), 1)  # -1 (unknown) in an ensemble's probe
+        try:
+            with torch.device("meta"):
+                model = self._build_model(n_outputs)
+        except (RuntimeError, NotImplementedError):  # a registered backbone that needs real storage: no estimate
+            return
+        check_backbone_memory(
+            backbone=self.backbone, n_parameters=sum(p.numel() for p in model.parameters()), max_len=self.max_len_,
+            n_cases=n_cases, batch_size=self.batch_size, d_model=self.d_model, n_blocks=self.n_blocks,
+            n_heads=self.n_heads, kernel_size=self.kernel_size, dim_feedforward=self.dim_feedforward,
+            device=resolve_device(self.device), concurrent=concurrent,
+        )
 
     def _build_model(self, n_outputs: int) -> SeriesModel:
         encoder = build_encoder(
