@@ -330,8 +330,15 @@ def test_bad_deacon_parameters_raise_clear_errors(kw, match):
 
 
 def test_nonlinear_m_may_exceed_h_and_interacting_pairs_allow_h_squared():
-    assert DCTransformerEncoder(2, 8, d_model=8, n_blocks=1, n_heads=2, p=1.0, head_mixing="deacon-nonlinear", deacon_m=5)
-    assert DCTransformerEncoder(2, 8, d_model=8, n_blocks=1, n_heads=2, p=1.0, attention="interacting", head_mixing="deacon-direct", deacon_m=4)
+    # Nonlinear: h + h(h+1)/2 = 5 inputs for 2 heads, so m = 5 > h; interacting pairs mix h * h = 4 head outputs.
+    nonlinear = DCTransformerEncoder(2, 8, d_model=8, n_blocks=1, n_heads=2, p=1.0, head_mixing="deacon-nonlinear",
+                                     deacon_m=5)
+    pairs = DCTransformerEncoder(2, 8, d_model=8, n_blocks=1, n_heads=2, p=1.0, attention="interacting",
+                                 head_mixing="deacon-direct", deacon_m=4)
+    for encoder, n_in, m in ((nonlinear, 5, 5), (pairs, 4, 4)):
+        layers = pca_layers(encoder)
+        assert len(layers) == 2 and all((layer.n_in, layer.m) == (n_in, m) for layer in layers)
+        assert encoder(torch.randn(3, 8, 2)).shape == (3, 8, 8)
     with pytest.raises(ValueError, match="deacon_m"):
         DCTransformerEncoder(2, 8, d_model=8, n_blocks=1, n_heads=2, p=1.0, head_mixing="deacon-direct", deacon_m=4)
 
