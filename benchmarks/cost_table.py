@@ -40,7 +40,7 @@ def build(model: str, seed: int, device: str):
 
         return EADCTransformerClassifier(random_state=seed, device=device)
     if model == "resnet":
-        from tsrep import BackboneClassifier
+        from tsrep.estimators import BackboneClassifier
 
         return BackboneClassifier(backbone="resnet", random_state=seed, device=device)
     from aeon.classification.convolution_based import MiniRocketClassifier
