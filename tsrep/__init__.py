@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
+from tsrep._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
 # The public classes are imported on first use (PEP 562), as scikit-learn and aeon do: `import tsrep` (and so every
 # command's --help) does not pay for torch, aeon and scikit-learn until an estimator is asked for.
-_LAZY = {
+__getattr__, __dir__ = lazy_attributes(__name__, {
     "EADCTransformerClassifier": "tsrep.estimators",
     "EADCTransformerRegressor": "tsrep.estimators",
     "TSRepEncoder": "tsrep.representation",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value  # later look-ups are plain attribute reads
-        return value
-    raise AttributeError(f"module 'tsrep' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY])
+})
 
 
 def load(path, **params):

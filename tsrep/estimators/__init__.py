@@ -6,26 +6,14 @@ does) does not import aeon's estimator bases with it.
 
 from __future__ import annotations
 
-import importlib
+from tsrep._lazy import lazy_attributes
 
-_LAZY = {
+__getattr__, __dir__ = lazy_attributes(__name__, {
     "EADCTransformerClassifier": "tsrep.estimators.classifier",
     "EADCTransformerRegressor": "tsrep.estimators.regressor",
     "BackboneClassifier": "tsrep.estimators.backbone",
     "BackboneRegressor": "tsrep.estimators.backbone",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'tsrep.estimators' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY])
+})
 
 
 __all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor", "BackboneClassifier", "BackboneRegressor"]
