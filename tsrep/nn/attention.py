@@ -9,6 +9,7 @@ uses this module gets the same evolving-attention code.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Callable
 
 import torch
@@ -20,6 +21,16 @@ from tsrep.nn.deacon import DeaconHeadMixing, pca_settings
 from tsrep.nn.evolving import AttentionMapEvolution, query_key_product
 from tsrep.nn.interacting import n_virtual_heads, virtual_heads
 from tsrep.nn.map_dropout import attend_values
+
+
+def _fused_kernels(q: torch.Tensor):
+    """tsrep.nn.fused_evolving when it may apply: on CUDA tensors, or once its switch has been imported (it
+    forces the kernels on or off); None otherwise, so CPU runs never import triton."""
+    if q.is_cuda or "tsrep.nn.fused_evolving" in sys.modules:
+        from tsrep.nn import fused_evolving
+
+        return fused_evolving
+    return None
 
 
 class MultiHeadAttention(nn.Module):
@@ -188,6 +199,11 @@ class MultiHeadAttention(nn.Module):
             if logit_bias is not None:
                 mask = logit_bias if mask is None else logit_bias.masked_fill(~mask, float("-inf"))
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop), None
+
+        fused = _fused_kernels(q)
+        if fused is not None and fused.applies(self.evolution, q, k, logit_bias, query_valid, self.causal):
+            # One kernel for the evolution, the softmax and @ V, keeping no map but the evolved logits.
+            return fused.evolving_attention(self.evolution, q, k, v, scale, prev_logits, valid, p_drop)
 
         # Scaling q (B, K, M, d_head) instead of the map saves a pass over the (B, K, M, N) map.
         if self.evolution is not None:

@@ -110,6 +110,11 @@ class AttentionMapEvolution(nn.Module):
             else:
                 self.conv = nn.Conv2d(n_heads, n_heads, kernel_size, padding=kernel_size // 2)
 
+    def fusable(self) -> bool:
+        """Whether the fused GPU kernels (tsrep.nn.fused_evolving) compute this evolution: an encoder ("full")
+        map convolution over tokens in sequence order, beta > 0."""
+        return self.conv is not None and self.conv_mask == "full" and self.grid is None
+
     def _weight_and_pre_pad(self) -> tuple[torch.Tensor, tuple[int, int, int, int] | None]:
         """The map convolution's weight (masked taps zeroed: they stay zero and get no gradient) and the
         extra padding (left, right, top, bottom) applied before it (the causal one-step shift)."""
