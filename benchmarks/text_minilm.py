@@ -128,7 +128,7 @@ def main(argv=None) -> None:
         )
         n_params = sum(p.numel() for p in model.parameters())
         rows.append((name, alpha, beta, history, n_params, len(encoder.load_report.new)))
-        print(f"{name}: test accuracy per epoch {[round(a, 4) for a in history.eval_accuracy]}, "
+        print(f"{name}: test accuracy per epoch {[round(a, 4) for a in history.val_score]}, "
               f"seconds per epoch {[round(s, 1) for s in history.epoch_seconds]}", flush=True)
 
     print("\n| model | alpha | beta | test accuracy | train loss (last epoch) | s / epoch | #params | new tensors |")
@@ -136,7 +136,7 @@ def main(argv=None) -> None:
     for name, alpha, beta, history, n_params, n_new in rows:
         seconds = sum(history.epoch_seconds) / len(history.epoch_seconds)
         print(
-            f"| {name} | {alpha} | {beta} | {history.eval_accuracy[-1]:.4f} | {history.train_loss[-1]:.4f} | "
+            f"| {name} | {alpha} | {beta} | {history.val_score[-1]:.4f} | {history.train_loss[-1]:.4f} | "
             f"{seconds:.1f} | {n_params:,} | {n_new} |"
         )
 

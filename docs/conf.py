@@ -6,7 +6,9 @@ temporary folder). The example gallery (docs/examples/plot_*.py) runs at build t
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -95,5 +97,59 @@ def _shape_tables_as_literal_blocks(app, what, name, obj, options, lines):
         lines[:] = ["Shapes::", ""] + ["    " + line if line else "" for line in text]
 
 
+#: Inherited members from these packages are left off the API pages: torch.nn.Module's hundred-odd methods
+#: (``apply``, ``buffers``, ``cuda``, ...), torch.optim.Optimizer's and the built-in exceptions' are documented
+#: by torch and Python, and would bury the methods tsrep adds. Inherited estimator methods (``fit``,
+#: ``predict``, ``score``, ``get_params``, ... from tsrep, aeon, scikit-learn or sktime) are listed, as on
+#: scikit-learn's API pages.
+_FOREIGN_BASES = ("torch", "builtins")
+
+
+def _defining_module(obj) -> str:
+    """Module of the class that defines a method or property ("" for data: its value's type says nothing)."""
+    if not (inspect.isroutine(obj) or isinstance(obj, property)):
+        return ""
+    obj = getattr(obj, "fget", None) or getattr(obj, "__func__", None) or obj  # property, classmethod
+    owner = getattr(obj, "__objclass__", None)  # methods of built-in types (BaseException.add_note, ...)
+    return getattr(owner, "__module__", None) or getattr(obj, "__module__", None) or ""
+
+
+def _skip_foreign_inherited_members(app, what, name, obj, skip, options):
+    if what == "class" and _defining_module(obj).split(".")[0] in _FOREIGN_BASES:
+        return True
+    return None
+
+
+def _summarise_foreign_methods(app, what, name, obj, options, lines):
+    """A method inherited from aeon, scikit-learn or sktime: its summary and where it comes from.
+
+    Their full docstrings use those projects' own glossary terms and labels (sktime's ``mtype``, scikit-learn's
+    ``metadata_routing``) and markup that only their builds accept, so rendered here they fail the ``-W`` build;
+    the summary says what the method does, the class named is where its parameters are documented.
+    """
+    if what not in ("method", "property", "attribute") or not lines:
+        return
+    module = _defining_module(obj)
+    if not module or module.split(".")[0] == "tsrep":
+        return
+    func = getattr(obj, "fget", None) or getattr(obj, "__func__", None) or obj
+    owner = getattr(func, "__qualname__", "").rpartition(".")[0]
+    summary = []
+    for line in lines:
+        if not line.strip():
+            if summary:
+                break
+            continue
+        summary.append(line.strip())
+    text = re.sub(r":[\w:.-]+:`(?:([^`<]*?)\s*<[^`>]*>|([^`]*))`", lambda m: f"``{m.group(1) or m.group(2)}``",
+                  " ".join(summary))
+    text = re.sub(r"(?<!`)\*+|(?<!`)`(?!`)", "", text)  # stray emphasis and interpreted-text markers
+    lines[:] = [text, "", f"Inherited from ``{module}.{owner}``, where its parameters are documented."
+                if owner else f"Inherited from ``{module}``."]
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _shape_tables_as_literal_blocks)
+    # Before numpydoc (priority 500), which then sees a plain summary.
+    app.connect("autodoc-process-docstring", _summarise_foreign_methods, priority=400)
+    app.connect("autodoc-skip-member", _skip_foreign_inherited_members)

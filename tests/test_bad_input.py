@@ -653,7 +653,7 @@ def _usage_error(main, argv, capsys) -> str:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dataset", "Nope"], "argument --dataset: invalid choice: 'Nope'"),
+    (["--dataset", "Nope"], "--dataset 'Nope' is not a UCR, UEA or Monash problem"),
     (["--dataset", "BasicMotions", "--device", "bogus"], "device='bogus' is not a device name torch knows"),
     (["--dataset", "BasicMotions", "--param", "random_state=-1"], "The 'random_state' parameter of EADCTransformerClassifier must be an int in the range [0, 4294967295]"),
     (["--dataset", "BasicMotions", "--param", "optimizer=LBFGS"], "optimizer='LBFGS' needs a closure"),

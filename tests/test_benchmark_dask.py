@@ -157,3 +157,12 @@ def test_unreachable_scheduler_is_a_quick_one_line_error(tmp_path, capsys):
     assert cli_main(["--config", str(config), "--out", str(tmp_path / "out"), "--scheduler-timeout", "1",
                      "--quiet", "--no-plots"]) == 2
     assert f"cannot reach the Dask scheduler at '{address}' within 1 s" in capsys.readouterr().err
+
+
+def test_progress_lines_of_the_workers_reach_this_process(cluster, tmp_path, capsys):
+    # The workers may be other machines: their lines come through the scheduler (distributed's print).
+    cfg = parse_config({"name": "dask1", "datasets": ["BasicMotions"], "models": ["dc-transformer"], "seeds": [0],
+                        "params": {**TINY, "max_epochs": 2}, "data": {"offline": True}})
+    store, cells = run_benchmark(cfg, tmp_path, scheduler=cluster.scheduler_address, threads=1, progress=True)
+    assert (store.frame([c.key for c in cells])["status"] == "ok").all()
+    assert "BasicMotions / dc-transformer / seed 0: epoch 1/2, train loss" in capsys.readouterr().err

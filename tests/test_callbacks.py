@@ -221,7 +221,7 @@ def test_baseline_encoder_and_fit_classifier_take_callbacks(data, tmp_path):
     yt = (Xt[:, 0] > 0).long()
     history = fit_classifier(torch.nn.Linear(6, 2), Xt, yt, epochs=3, batch_size=8, eval_data=(Xt, yt), callbacks=rec)
     logs = [c[2] for c in rec.calls if c[0] == "epoch"]
-    assert [entry["val_score"] for entry in logs] == history.eval_accuracy
+    assert [entry["val_score"] for entry in logs] == history.val_score
     assert [entry["train_loss"] for entry in logs] == history.train_loss
 
 

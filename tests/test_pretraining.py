@@ -172,15 +172,16 @@ def test_resume_interrupted_pretraining_from_checkpoint(tmp_path):
     X, _ = load_basic_motions(split="train")
     params = dict(SMALL, d_model=16, n_blocks=1, n_heads=2)
     straight = TSRepEncoder(pretrain_epochs=4, **params).fit(X)
-    state = tmp_path / "state.pt"
-    first = TSRepEncoder(pretrain_epochs=2, checkpoint=state, **params).fit(X)  # "interrupted" after 2 epochs
-    assert state.exists() and len(first.loss_history_) == 2
-    resumed = TSRepEncoder(pretrain_epochs=4, checkpoint=state, **params).fit(X)
+    state = tmp_path / "state"
+    first = TSRepEncoder(pretrain_epochs=2, checkpoint_dir=state, **params).fit(X)  # "interrupted" after 2 epochs
+    # The layout of the estimators' checkpoint_dir: a pretraining state there resumes either way.
+    assert (state / "pretrain-state.pt").is_file() and len(first.loss_history_) == 2
+    resumed = TSRepEncoder(pretrain_epochs=4, checkpoint_dir=state, **params).fit(X)
     assert len(resumed.loss_history_) == 4
     np.testing.assert_allclose(resumed.loss_history_, straight.loss_history_, rtol=1e-5)
     np.testing.assert_allclose(resumed.transform(X), straight.transform(X), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match=r"written for other data/settings.*mask_ratio \(stored 0.15, now 0.3\)"):
-        TSRepEncoder(pretrain_epochs=4, checkpoint=state, **dict(params, mask_ratio=0.3)).fit(X)
+        TSRepEncoder(pretrain_epochs=4, checkpoint_dir=state, **dict(params, mask_ratio=0.3)).fit(X)
 
 
 @pytest.mark.parametrize("params, match", [

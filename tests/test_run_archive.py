@@ -1,6 +1,10 @@
 """The archive benchmark (tsrep.benchmarks, benchmarks/run_archive.py): model registry, configs, the
 selection protocol, the results store and resuming, the tables' Avg Rank and Eq. 12, the CLI."""
 
+import os
+import re
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -333,3 +337,54 @@ def test_a_store_written_before_outputs_were_kept_opens_and_keeps_its_cells(tmp_
     report = write_report(store.frame(), ["resnet"], ["GunPoint"], tmp_path / "report", plots=False,
                           outputs=store.outputs())
     assert "| GunPoint |" in report["markdown"] and "Seed ensembles" not in report["markdown"]
+
+
+# ----------------------------------------------------------------------------- progress inside a cell
+
+
+def test_a_cell_prints_progress_lines_of_its_fits_and_none_when_quiet(tmp_path, capsys):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_config(datasets=["BasicMotions"], models=["dc-transformer", "gru"])))
+    args = ["--config", str(path), "--threads", "1", "--no-plots"]
+    assert cli_main([*args, "--out", str(tmp_path / "loud")]) == 0
+    lines = re.split(r"[\r\n]+", capsys.readouterr().err)  # the bar redraws itself after a carriage return
+    for model in ("dc-transformer", "gru"):
+        assert any(re.match(rf"BasicMotions / {model} / seed 0: epoch 1/2, train loss \d", x) for x in lines), lines
+    assert cli_main([*args, "--out", str(tmp_path / "quiet"), "--quiet"]) == 0
+    printed = capsys.readouterr()
+    assert "epoch" not in printed.err and "epoch" not in printed.out
+
+
+def test_progress_lines_come_after_the_first_epoch_then_every_interval(monkeypatch, capsys):
+    # What keeps a cell of many minutes from looking stuck: a line at once, then one every `interval` seconds.
+    now = [0.0]
+    monkeypatch.setattr(run_mod.time, "monotonic", lambda: now[0])
+    progress = run_mod.CellProgress("GunPoint / ea-dc-transformer / seed 0", interval=30)
+    progress.on_fit_start({"epochs": 800, "start_epoch": 0, "phase": "train", "member": None})
+    shown = []
+    for epoch, seconds in enumerate([0.5, 10, 29, 31, 45, 60.5, 61, 95]):
+        now[0] = seconds
+        progress.on_epoch_end(epoch, {"train_loss": 0.5, "val_score": 0.75, "lr": 1e-3, "seconds": 0.5})
+        if capsys.readouterr().err:
+            shown.append(seconds)
+    assert shown == [0.5, 31, 61, 95]
+    now[0] = 96
+    progress.on_epoch_end(8, {"train_loss": 0.25})
+    progress.on_fit_start({"epochs": 20, "start_epoch": 0, "phase": "pretrain", "member": 1})
+    progress.on_epoch_end(0, {"train_loss": 0.125})
+    assert capsys.readouterr().err.splitlines() == [
+        "GunPoint / ea-dc-transformer / seed 0 (ensemble member 2): pretraining epoch 1/20, train loss 0.125, 0 s"]
+
+
+def test_progress_lines_of_worker_processes_reach_the_terminal(tmp_path):
+    # With --jobs the cells train in joblib's worker processes, whose standard error is the command's.
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_config(datasets=["BasicMotions"], models=["dc-transformer", "gru"])))
+    done = subprocess.run(
+        [sys.executable, "-m", "tsrep.benchmarks.cli", "--config", str(path), "--out", str(tmp_path / "out"),
+         "--jobs", "2", "--threads", "1", "--no-plots"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    for model in ("dc-transformer", "gru"):
+        assert re.search(rf"BasicMotions / {model} / seed 0: epoch 1/2, train loss \d", done.stderr), done.stderr

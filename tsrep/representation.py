@@ -37,6 +37,7 @@ from tsrep.training.callbacks import check_callbacks
 from tsrep.training.distributed import broadcast_object, setup_data_parallel
 from tsrep.training.masking import ReconstructionModel, validate_masking
 from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked
+from tsrep.training.resume import PRETRAIN_STATE_FILE, check_writable_directory
 from tsrep._serialization import check_regular_file, check_standardization, from_json, prefixed, read_model_file
 from tsrep._serialization import to_json, write_model_file
 
@@ -65,7 +66,7 @@ PRETRAINING_RUN = {
     **{name: TRAINING[name] for name in ("lr", "batch_size")},
     "optimizer": ("radam", TRAINING["optimizer"][1]),
     **{name: TRAINING[name] for name in ("optimizer_kwargs", "grad_clip")},
-    "checkpoint": (None, LONG_RUNS["checkpoint_dir"][1]),
+    "checkpoint_dir": LONG_RUNS["checkpoint_dir"],
     "callbacks": LONG_RUNS["callbacks"],
     **{name: TRAINING[name] for name in ("device", "random_state", "verbose")},
 }
@@ -245,12 +246,14 @@ class TSRepEncoder(BaseCollectionTransformer):
         Extra keyword arguments of the optimiser.
     grad_clip : float or None, default=4.0
         Largest gradient norm (None: no clipping).
-    checkpoint : path or None, default=None
-        Resumable pretraining state, written after every epoch; a fit that finds the file resumes
-        after its last finished epoch. The file records a hash of the training data and every
-        parameter but verbose, device, checkpoint and pretrain_epochs: a fit on other data or with
-        other parameters raises ValueError naming what differs, and leaves the file alone, as does
-        a fit with fewer pretrain_epochs than the file already holds (a larger budget continues it).
+    checkpoint_dir : path or None, default=None
+        Directory where the resumable pretraining state is written atomically after every epoch
+        (``pretrain-state.pt``, the file the estimators' ``checkpoint_dir`` holds with
+        pretrain_epochs > 0); a fit that finds it resumes after its last finished epoch. The state
+        records a hash of the training data and every parameter but verbose, device,
+        checkpoint_dir and pretrain_epochs: a fit on other data or with other parameters raises
+        ValueError naming what differs, and leaves the file alone, as does a fit with fewer
+        pretrain_epochs than the file already holds (a larger budget continues it).
     callbacks : Callback, list of Callback or None, default=None
         Follow pretraining epoch by epoch (logs: train_loss, the masked-reconstruction loss; lr;
         seconds) and stop it when on_epoch_end returns True (tsrep.training.callbacks).
@@ -319,16 +322,22 @@ class TSRepEncoder(BaseCollectionTransformer):
         validate_masking(self.mask_ratio, self.mask_mean_length, self.masking)
         check_optimizer(self.optimizer, self.optimizer_kwargs, self.lr)
         check_callbacks(self.callbacks, "callbacks")
-        if self.checkpoint is not None:  # a fit that finds something there reads it: it must be a file
-            check_regular_file(self.checkpoint, "checkpoint", "a pretraining checkpoint file (checkpoint= names the "
-                               "file that fit writes its resumable state to)", missing_ok=True)
+        if self.checkpoint_dir is not None:  # a fit that finds a state there reads it: it must be a file
+            check_regular_file(self._checkpoint_file(), "checkpoint_dir", "a pretraining state file (written by a "
+                               "fit with this checkpoint_dir)", missing_ok=True)
         return resolve_device(self.device)
+
+    def _checkpoint_file(self) -> Path | None:
+        """The pretraining state in checkpoint_dir (created, and proved writable, here)."""
+        if self.checkpoint_dir is None:
+            return None
+        return check_writable_directory(self.checkpoint_dir) / PRETRAIN_STATE_FILE
 
     def _checkpoint_settings(self, seed: int) -> dict:
         """The parameters a pretraining checkpoint must agree on to be resumed: all but where it
         runs (device), what it prints (verbose), the file itself, and the epoch budget (it may grow)."""
         settings = self.get_params(deep=False)
-        for name in ("verbose", "device", "checkpoint", "pretrain_epochs", "callbacks"):
+        for name in ("verbose", "device", "checkpoint_dir", "pretrain_epochs", "callbacks"):
             settings.pop(name)
         if not (settings["random_state"] is None or isinstance(settings["random_state"], numbers.Integral)):
             settings["random_state"] = seed  # a RandomState object: the seed it gave
@@ -360,7 +369,7 @@ class TSRepEncoder(BaseCollectionTransformer):
             generator = torch.Generator().manual_seed(seed)
             self.loss_history_ = pretrain_masked(
                 model, data, PretrainConfig.from_estimator(self), device, generator,
-                checkpoint=self.checkpoint, settings=self._checkpoint_settings(seed), callbacks=self.callbacks,
+                checkpoint=self._checkpoint_file(), settings=self._checkpoint_settings(seed), callbacks=self.callbacks,
                 fit_info={"params": self.get_params(deep=False), "member": None, "phase": "pretrain",
                           "estimator": self},
             )

@@ -129,7 +129,7 @@ class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
     >>> from tsrep.sktime import EADCTransformerClassifier
     >>> X_train, y_train = load_unit_test(split="train", return_X_y=True)
     >>> X_test, y_test = load_unit_test(split="test", return_X_y=True)
-    >>> clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, max_epochs=5, random_state=0)
+    >>> clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, max_epochs=5, min_steps=0, random_state=0)
     >>> clf = clf.fit(X_train, y_train)
     >>> y_pred = clf.predict(X_test)
     >>> y_proba = clf.predict_proba(X_test)  # columns in the order of clf.classes_
@@ -173,7 +173,7 @@ class EADCTransformerRegressor(_AeonAdapter, _SktimeBaseRegressor):
     >>> from tsrep.sktime import EADCTransformerRegressor
     >>> X = np.random.default_rng(0).normal(size=(20, 2, 30))
     >>> y = X.mean(axis=(1, 2))
-    >>> reg = EADCTransformerRegressor(d_model=8, n_blocks=1, n_heads=2, max_epochs=5, random_state=0)
+    >>> reg = EADCTransformerRegressor(d_model=8, n_blocks=1, n_heads=2, max_epochs=5, min_steps=0, random_state=0)
     >>> reg = reg.fit(X, y)
     >>> y_pred = reg.predict(X)
     """

@@ -1,16 +1,25 @@
 """Networks assembled from tsrep.nn."""
 
-from tsrep.backbones.config import DCTransformerConfig, split_width
-from tsrep.backbones.dc_transformer import DCTransformerBlock, DCTransformerEncoder, DCTransformerLayer
-from tsrep.backbones.baselines import baseline_names, register_baseline
-from tsrep.backbones.heads import SeriesModel
-from tsrep.backbones.causal_cnn import CausalCNNEncoder
-from tsrep.backbones.recurrent import RecurrentEncoder
-from tsrep.backbones.resnet import ResNetEncoder
-from tsrep.backbones.seq2seq import EATransformerSeq2Seq
-from tsrep.backbones.text import EATextClassifier, EATextEncoder, EATextOutput, bundled_minilm_dir
-from tsrep.backbones.transformer import TSTEncoder
-from tsrep.backbones.vision import EAViT, PatchEmbedding, ViTLayer
+from __future__ import annotations
+
+from tsrep._lazy import lazy_attributes
+
+# Loaded on first use (PEP 562): importing one backbone (or its config) does not import the text and vision ones.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    **dict.fromkeys(["DCTransformerConfig", "split_width"], "tsrep.backbones.config"),
+    **dict.fromkeys(["DCTransformerBlock", "DCTransformerEncoder", "DCTransformerLayer"],
+                    "tsrep.backbones.dc_transformer"),
+    **dict.fromkeys(["baseline_names", "register_baseline"], "tsrep.backbones.baselines"),
+    "SeriesModel": "tsrep.backbones.heads",
+    "CausalCNNEncoder": "tsrep.backbones.causal_cnn",
+    "RecurrentEncoder": "tsrep.backbones.recurrent",
+    "ResNetEncoder": "tsrep.backbones.resnet",
+    "EATransformerSeq2Seq": "tsrep.backbones.seq2seq",
+    **dict.fromkeys(["EATextClassifier", "EATextEncoder", "EATextOutput", "bundled_minilm_dir"],
+                    "tsrep.backbones.text"),
+    "TSTEncoder": "tsrep.backbones.transformer",
+    **dict.fromkeys(["EAViT", "PatchEmbedding", "ViTLayer"], "tsrep.backbones.vision"),
+})
 
 __all__ = [
     "DCTransformerBlock", "DCTransformerConfig", "DCTransformerEncoder", "DCTransformerLayer", "SeriesModel", "split_width",

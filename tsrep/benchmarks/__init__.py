@@ -7,11 +7,19 @@ see tsrep.benchmarks.cli. Models by name: tsrep.models.get_model, and allow-list
 tsrep.benchmarks.published.
 """
 
-from tsrep.benchmarks.config import BenchmarkConfig, ConfigError, config_names, load_config, parse_config
-from tsrep.benchmarks.published import published_methods, published_results
-from tsrep.benchmarks.report import average_ranks, average_relative_difference, write_report
-from tsrep.benchmarks.run import Cell, make_cells, run_benchmark, run_cell
-from tsrep.benchmarks.store import ResultStore
+from __future__ import annotations
+
+from tsrep._lazy import lazy_attributes
+
+# Loaded on first use (PEP 562): `tsrep-benchmark --help` (tsrep.benchmarks.cli) does not pay for torch and aeon.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    **dict.fromkeys(["BenchmarkConfig", "ConfigError", "config_names", "load_config", "parse_config"],
+                    "tsrep.benchmarks.config"),
+    **dict.fromkeys(["published_methods", "published_results"], "tsrep.benchmarks.published"),
+    **dict.fromkeys(["average_ranks", "average_relative_difference", "write_report"], "tsrep.benchmarks.report"),
+    **dict.fromkeys(["Cell", "make_cells", "run_benchmark", "run_cell"], "tsrep.benchmarks.run"),
+    "ResultStore": "tsrep.benchmarks.store",
+})
 
 __all__ = [
     "BenchmarkConfig", "Cell", "ConfigError", "ResultStore", "average_ranks", "average_relative_difference",

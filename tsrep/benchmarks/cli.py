@@ -21,6 +21,11 @@ tcp://HOST:8786` on the others, each with tsrep installed):
 
 The workers run the cells; only this process writes results. --store takes an SQLAlchemy URL or an
 SQLite path, so that runs on several machines share one store.
+
+Progress: a bar over the cells, and inside a cell a line on standard error after each fit's first epoch
+and then about every 30 s (epoch, training loss, validation score, seconds), from the --jobs worker
+processes as well; on a Dask cluster the workers send their lines to this process (and to their own
+logs). --quiet turns both off.
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report-only", action="store_true", help="only write tables and pictures from stored results")
     p.add_argument("--no-plots", action="store_true", help="no PNG pictures")
     p.add_argument("--list", action="store_true", help="list the models and the config's cells, then exit")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no progress lines of the fits")
     return p
 
 
@@ -118,10 +123,11 @@ def _error(message) -> int:
 
 
 def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    # Imported once the arguments are read: --help and usage errors do not wait for torch and aeon.
     from tsrep.benchmarks.config import ConfigError, parse_config, read_config
     from tsrep.benchmarks.run import make_cells
 
-    args = build_parser().parse_args(argv)
     try:
         raw, name, where = read_config(args.config)
         cfg = parse_config(_override(raw, args), name=name, path=where)

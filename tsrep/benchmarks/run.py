@@ -20,11 +20,17 @@ Every fit also carves its own early-stopping split from what it is given (the es
 Where cells run: in this process (``jobs=1``), in ``jobs`` joblib worker processes, which end within a
 second of a killed parent, or on the workers of a Dask cluster (``scheduler="tcp://host:8786"``,
 dask.distributed's Client and as_completed). Workers return rows; only this process writes them.
+
+Progress inside a cell (``progress=True``): the fits of tsrep's models print a line on standard error after
+their first epoch and then at most every PROGRESS_SECONDS (:class:`CellProgress`), so that a cell of minutes is
+not a silent bar at 0. A joblib worker writes to the terminal of the process that started it; a Dask worker
+forwards its lines to the clients (distributed's ``print``), and writes them in its own log too.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import traceback
@@ -138,20 +144,87 @@ def cell_row(cell: Cell, **values) -> dict:
     }
 
 
-def run_cell(cell: Cell) -> dict:
-    """Train and score one cell; returns the row to store (status "ok", or "error" with the message)."""
-    from tsrep.benchmarks.registry import build_model
+#: Seconds between two progress lines of a fit in a cell (the first epoch of every fit prints one at once).
+PROGRESS_SECONDS = 30.0
+
+
+class CellProgress:
+    """A training callback (tsrep.training.callbacks) that prints where a cell's fit is: a line after the
+    first epoch, then one at most every `interval` seconds (an epoch of a long fit takes well under that), e.g.
+
+        GunPoint / ea-dc-transformer / seed 0: epoch 41/800, train loss 0.412, val score 0.950, 31 s
+
+    Lines go to standard error through tqdm.write (the cells' bar is redrawn below them); on a Dask worker
+    through distributed's print, which also forwards them to the connected clients.
+    """
+
+    def __init__(self, label: str, interval: float = PROGRESS_SECONDS):
+        self.label = label
+        self.interval = interval
+
+    def on_fit_start(self, info: dict) -> None:
+        self._epochs = info.get("epochs")
+        self._phase = "pretraining epoch" if info.get("phase") == "pretrain" else "epoch"
+        member = info.get("member")
+        self._member = "" if member is None else f" (ensemble member {member + 1})"
+        self._start = self._last = time.monotonic()
+        self._shown = False
+
+    def on_epoch_end(self, epoch: int, logs: dict) -> None:
+        now = time.monotonic()
+        if self._shown and now - self._last < self.interval:
+            return None
+        self._shown, self._last = True, now
+        parts = [f"{self._phase} {epoch + 1}/{self._epochs}"]
+        for key, name in (("train_loss", "train loss"), ("val_loss", "val loss"), ("val_score", "val score")):
+            if isinstance(logs.get(key), (int, float)):
+                parts.append(f"{name} {logs[key]:.4g}")
+        _write_progress(f"{self.label}{self._member}: {', '.join(parts)}, {now - self._start:.0f} s")
+        return None
+
+
+def _write_progress(line: str) -> None:
+    if "distributed" in sys.modules:  # imported in a Dask worker, never by a local run's processes
+        from distributed import get_worker, print as dask_print
+
+        try:
+            get_worker()
+        except ValueError:  # not on a worker: this process's own terminal
+            pass
+        else:
+            dask_print(line, file=sys.stderr)
+            return
+    from tqdm.auto import tqdm
+
+    if getattr(tqdm, "_instances", None) or not sys.stderr.isatty():
+        tqdm.write(line, file=sys.stderr)  # this process's bars (the cells' bar) are redrawn below the line
+        return
+    # A joblib worker: the terminal's last line may be the cells' bar of the parent process; write over it
+    # (carriage return, clear to the end of the line) rather than after it. The parent redraws it next cell.
+    sys.stderr.write(f"\r\x1b[K{line}\n")
+    sys.stderr.flush()
+
+
+def run_cell(cell: Cell, progress: bool = False) -> dict:
+    """Train and score one cell; returns the row to store (status "ok", or "error" with the message).
+    With `progress`, the fits of tsrep's models print progress lines (:class:`CellProgress`)."""
+    from tsrep.benchmarks.registry import AEON_PREFIX, build_model
 
     start = time.perf_counter()
     row = cell_row(cell)
     try:
         X_train, y_train = load_archive(cell.dataset, "train", cache_dir=cell.cache_dir, offline=cell.offline)
         X_test, y_test = load_archive(cell.dataset, "test", cache_dir=cell.cache_dir, offline=cell.offline)
-
-        def build(point):
-            return build_model(cell.model, cell.task, seed=cell.seed, device=cell.device, **{**cell.params, **point})
-
         points = grid_points(cell.grid)
+        # aeon's estimators take no callbacks (and fit in seconds); tsrep's all do.
+        follow = progress and not cell.model.lower().startswith(AEON_PREFIX)
+
+        def build(point, step: str = ""):
+            label = f"{cell.dataset} / {cell.model} / seed {cell.seed}{step}"
+            extra = {"callbacks": CellProgress(label)} if follow else {}
+            return build_model(cell.model, cell.task, seed=cell.seed, device=cell.device,
+                               **{**cell.params, **point, **extra})
+
         chosen, val_score = points[0], None
         estimator = None
         if len(points) > 1:
@@ -160,13 +233,13 @@ def run_cell(cell: Cell) -> dict:
             )
             X_fit, y_fit = _subset(X_train, fit_idx), np.asarray(y_train)[fit_idx]
             X_val, y_val = _subset(X_train, val_idx), np.asarray(y_train)[val_idx]
-            for point in points:
-                candidate = build(point).fit(X_fit, y_fit)
+            for i, point in enumerate(points):
+                candidate = build(point, f", grid point {i + 1}/{len(points)}").fit(X_fit, y_fit)
                 s = score(cell.task, y_val, candidate.predict(X_val))
                 if _better(cell.task, s, val_score):
                     chosen, val_score, estimator = point, s, candidate
         if estimator is None or cell.refit:
-            estimator = build(chosen).fit(X_train, y_train)
+            estimator = build(chosen, ", refit" if len(points) > 1 else "").fit(X_train, y_train)
         predicted = estimator.predict(X_test)
         row.update(outputs_on_test(cell.task, estimator, X_test, y_test, predicted))
         row.update(
@@ -233,13 +306,18 @@ def _worker_threads() -> int:
     return max(1, (os.cpu_count() or 1) // max(1, slots))
 
 
-def _run_in_worker(cell: Cell, threads: int | None, parent_pid: int | None = None) -> dict:
+def _run_in_worker(cell: Cell, threads: int | None, parent_pid: int | None = None, progress: bool = False) -> dict:
     import torch
 
     if parent_pid is not None:
         _exit_with_parent(parent_pid)
     torch.set_num_threads(threads or _worker_threads())
-    return run_cell(cell)
+    return _run_cell(cell, progress)
+
+
+def _run_cell(cell: Cell, progress: bool) -> dict:
+    # run_cell(cell) where no progress is asked for: a one-argument stand-in for run_cell keeps working.
+    return run_cell(cell, progress=True) if progress else run_cell(cell)
 
 
 def _probe_scheduler(address: str, timeout: float) -> None:
@@ -298,14 +376,15 @@ def _first_line(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
-def _dask_rows(client, cells: list[Cell], threads: int | None):
+def _dask_rows(client, cells: list[Cell], threads: int | None, progress: bool = False):
     """Rows of `cells` as the cluster finishes them. Every cell is submitted at once (the scheduler
     places them); a cell whose worker died is placed again by the scheduler, up to its
     ``distributed.scheduler.allowed-failures`` (then it comes back as an error row, run again next time).
     The task key is the cell's key: clients of one scheduler share a cell instead of running it twice."""
     from distributed import as_completed
 
-    futures = {client.submit(_run_in_worker, cell, threads, key=f"tsrep-cell-{cell.key}"): cell for cell in cells}
+    futures = {client.submit(_run_in_worker, cell, threads, None, progress, key=f"tsrep-cell-{cell.key}"): cell
+               for cell in cells}
     try:
         for future in as_completed(list(futures), loop=client.loop):
             cell = futures.pop(future)
@@ -371,7 +450,7 @@ def run_benchmark(
     threads : int or None
         Torch threads per cell; None: the CPU cores over `jobs` (on a Dask worker: its cores over its threads).
     progress : bool, default True
-        Show a progress bar.
+        Show a progress bar over the cells, and progress lines of the fits inside them (:class:`CellProgress`).
     scheduler : str, distributed.Client or None
         The address of a Dask scheduler (``tcp://host:8786``) or a client of one; None: ``cfg.scheduler``,
         and when that is None too the cells run on this machine. Only this process writes to the store.
@@ -404,11 +483,11 @@ def run_benchmark(
     record = _recorder(store, bar)
     try:
         if client is not None:
-            _run_on_cluster(client, todo, threads, record)
+            _run_on_cluster(client, todo, threads, record, progress)
         elif jobs == 1:
-            _run_in_this_process(todo, threads, record)
+            _run_in_this_process(todo, threads, record, progress)
         elif todo:
-            _run_in_processes(todo, jobs, threads, record)
+            _run_in_processes(todo, jobs, threads, record, progress)
     finally:
         bar.close()
         if client is not None and client is not scheduler:
@@ -441,8 +520,8 @@ def _recorder(store: ResultStore, bar) -> Callable[[dict], None]:
     return record
 
 
-def _run_on_cluster(client, todo: list[Cell], threads, record) -> None:
-    rows = _dask_rows(client, todo, threads)
+def _run_on_cluster(client, todo: list[Cell], threads, record, progress: bool = False) -> None:
+    rows = _dask_rows(client, todo, threads, progress)
     try:
         for row in rows:
             record(row)
@@ -450,14 +529,14 @@ def _run_on_cluster(client, todo: list[Cell], threads, record) -> None:
         rows.close()
 
 
-def _run_in_this_process(todo: list[Cell], threads: int, record) -> None:
+def _run_in_this_process(todo: list[Cell], threads: int, record, progress: bool = False) -> None:
     import torch
 
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         for cell in todo:
-            record(run_cell(cell))
+            record(_run_cell(cell, progress))
     finally:
         torch.set_num_threads(old)
 
@@ -466,11 +545,11 @@ def _run_in_this_process(todo: list[Cell], threads: int, record) -> None:
 LOKY_RECYCLED_WORKER = "A worker stopped while some jobs were given to the executor"
 
 
-def _run_in_processes(todo: list[Cell], jobs: int, threads: int, record) -> None:
+def _run_in_processes(todo: list[Cell], jobs: int, threads: int, record, progress: bool = False) -> None:
     from joblib import Parallel, delayed
 
     rows = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-        delayed(_run_in_worker)(cell, threads, os.getpid()) for cell in todo
+        delayed(_run_in_worker)(cell, threads, os.getpid(), progress) for cell in todo
     )
     with warnings.catch_warnings():
         # Between two cells loky replaces a worker whose memory has grown past its leak threshold (training

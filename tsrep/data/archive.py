@@ -114,8 +114,8 @@ SHIPPED = {
     **dict.fromkeys(SHIPPED_CLASSIFICATION, "classification"),
     **dict.fromkeys(SHIPPED_REGRESSION, "regression"),
 }
-#: The shipped problems ``python -m tsrep --dataset`` offers, and those tsrep-tune names when it falls
-#: back to aeon's loaders. Both read them with aeon's own loaders, which find sktime's files (PLAID,
+#: The shipped problems tsrep-tune names when it falls back to aeon's loaders (``python -m tsrep --dataset``
+#: takes any archive name load_archive finds offline). aeon's loaders read them, which find sktime's files (PLAID,
 #: Tecator) only by downloading them, so only problems inside aeon qualify; of those, ACSF1 (1460 time
 #: steps) and PickupGestureWiimoteZ (unequal lengths, 5 training cases a class) are not offered.
 CLI_SHIPPED = {

@@ -1,15 +1,23 @@
 """Seed ensembles: ``n_estimators`` copies of an estimator that differ in their random seed (and, for the
 EA-DC-Transformer given several ``max_tokens``, in their token budget).
 
-Members are fitted in parallel with joblib (``n_jobs``, loky processes: each member's torch uses
-its share of the cores); the ensemble averages their class probabilities (classification) or
-predictions (regression), as deep-learning ensembles of time series classifiers do (Ismail Fawaz
-et al., "InceptionTime: Finding AlexNet for Time Series Classification", 2020).
+Members are fitted in parallel with joblib (``n_jobs``): in worker processes (joblib's loky backend,
+which gives each worker's torch cores // workers threads), unless the whole ensemble is small enough
+that starting the workers would cost more than it saves (:func:`fits_in_process`): then the members
+are fitted one after the other in this process, as with n_jobs=1. The ensemble averages their class
+probabilities (classification) or predictions (regression), as deep-learning ensembles of time
+series classifiers do (Ismail Fawaz et al., "InceptionTime: Finding AlexNet for Time Series
+Classification", 2020).
+
+Threads are no alternative to processes: a member's fit seeds torch's global random generator
+(dropout, masks draw from it), which threads would share, so members would draw each other's numbers
+and a fit would not be reproducible.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import numbers
 from pathlib import Path
 
@@ -19,6 +27,7 @@ from sklearn.base import clone
 
 from tsrep._io import atomic_write
 from tsrep.estimators._common import seed_from
+from tsrep.estimators._recipe import resolve_min_steps
 from tsrep.training.resume import check_writable_directory
 
 
@@ -38,6 +47,43 @@ def clone_member(est, **params):
 
 def _fit_member(member, X, y, sample_weight, index):
     return member._fit_as_member(X, y, sample_weight, index)
+
+
+#: Below this estimate of the seconds a sequential fit of all members takes (:func:`estimated_fit_seconds`),
+#: the members are fitted in this process whatever n_jobs is: a worker process first imports torch and
+#: tsrep (2 to 7 s measured on a 2-core machine), more than parallel members of such a fit save. Measured
+#: there: two members of d_model=16, one block, 50 steps, 40 cases took 3.5 to 7 s in this process and
+#: 13 to 17 s in two fresh worker processes.
+IN_PROCESS_SECONDS = 20.0
+#: The constants of the estimate, fitted to fits on one CPU core: fixed cost of a block in an optimiser
+#: step (forward, backward, the optimiser and the epoch's evaluation of small tensors, mostly Python and
+#: dispatch), and seconds per unit of batch cases x tokens x d_model**2 of a block.
+_STEP_SECONDS_PER_BLOCK = 1e-2
+_SECONDS_PER_UNIT = 1.5e-8
+
+
+def estimated_fit_seconds(est, X, y) -> float:
+    """A rough estimate (within a few times) of the seconds fitting all of `est`'s members one after the
+    other takes on one CPU core: members x optimiser steps x blocks x (a fixed cost per block and step +
+    one proportional to batch cases x tokens x d_model**2). Tokens are the longest series' steps (an
+    over-estimate under patching); the steps follow max_epochs and min_steps as training does."""
+    n_cases = len(y)
+    length = max(np.shape(x)[-1] for x in X) if isinstance(X, list) else int(np.shape(X)[-1])
+    batch = max(1, min(int(est.batch_size), n_cases))
+    steps_per_epoch = max(1, math.ceil(n_cases / batch))
+    n_classes = getattr(est, "n_classes_", None) if getattr(est, "_task", None) == "classification" else None
+    min_steps = resolve_min_steps(est.min_steps, n_classes)
+    steps = steps_per_epoch * max(int(est.max_epochs), math.ceil(min_steps / steps_per_epoch))
+    per_step = _STEP_SECONDS_PER_BLOCK + _SECONDS_PER_UNIT * batch * length * int(est.d_model) ** 2
+    return float(est.n_estimators * steps * int(est.n_blocks) * per_step)
+
+
+def fits_in_process(est, X, y) -> bool:
+    """Whether the members are fitted one after the other in this process: n_jobs=1, or an ensemble
+    estimated to fit in less than IN_PROCESS_SECONDS, which worker processes would only slow down."""
+    if min(est._n_jobs, est.n_estimators) == 1:
+        return True
+    return estimated_fit_seconds(est, X, y) < IN_PROCESS_SECONDS
 
 
 def fit_members(est, X, y, sample_weight, previous=None) -> list:
@@ -60,9 +106,14 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
         else:
             member = clone_member(est, **own)
         members.append(member)
-    if est._n_jobs != 1 and est.callbacks is not None:
+    if min(est._n_jobs, est.n_estimators) > 1 and est.callbacks is not None:
+        # Checked even when this fit stays in process: whether callbacks are accepted must not hang on
+        # the size of the data.
         _check_callbacks_travel(est.callbacks, est.n_jobs)
-    return Parallel(n_jobs=est._n_jobs)(
+    if fits_in_process(est, X, y):
+        return [_fit_member(m, X, y, sample_weight, i) for i, m in enumerate(members)]
+    # No more workers than members: joblib gives each worker's torch cores // workers threads.
+    return Parallel(n_jobs=min(est._n_jobs, len(members)))(
         delayed(_fit_member)(m, X, y, sample_weight, i) for i, m in enumerate(members)
     )
 

@@ -70,7 +70,7 @@ TRAINING = {
     "optimizer": ("adamw", [str, type]),  # which names and classes: _check_combinations (tsrep.training.optim)
     "optimizer_kwargs": (None, [dict, None]),
     "weight_decay": (0.01, [Interval(Real, 0, None, closed="left")]),
-    "lr_schedule": ("onecycle", [StrOptions(set(LR_SCHEDULES))]),
+    "lr_schedule": ("onecycle", [StrOptions(set(LR_SCHEDULES)), callable]),  # callable: optimizer -> scheduler
     "label_smoothing": ("auto", [StrOptions({"auto"}), unit_interval("left")]),
     "mixup": ("auto", [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")]),
     "class_weight": (None, [StrOptions({"balanced"}), dict, None]),

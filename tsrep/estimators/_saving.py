@@ -64,7 +64,7 @@ def _document(est, prefix: str, tensors: dict) -> dict:
     if history is not None:
         fitted["history_"] = to_json(
             {"train_loss": history.train_loss, "val_loss": history.val_loss, "val_score": history.val_score,
-             "best_epoch": history.best_epoch}, f"{where}.history_",
+             "best_epoch": history.best_epoch, "epoch_seconds": history.epoch_seconds}, f"{where}.history_",
         )
     fitted["_fitted_params"] = params_to_json(est.__dict__.get("_fitted_params") or {}, f"{where}._fitted_params")
     document = {"estimator": type(est).__name__, "params": params_to_json(est.get_params(deep=False), where),

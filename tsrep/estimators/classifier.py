@@ -145,10 +145,13 @@ class EADCTransformerClassifier(EADCTransformerMixin, SeriesClassifierMixin, Bas
     weight_decay : float >= 0, default=0.01
         Decoupled weight decay (Loshchilov and Hutter, "Decoupled Weight Decay Regularization",
         ICLR 2019) on weight matrices and kernels; biases and norm scales get none.
-    lr_schedule : {"onecycle", "cosine", "plateau", "none"}, default="onecycle"
+    lr_schedule : {"onecycle", "cosine", "plateau", "none"} or callable, default="onecycle"
         Per-step one-cycle (warm-up over 25 % of the steps, cosine annealing; Smith and Topin 2019)
         or cosine (5 % warm-up) schedules, halving on a plateau of the monitored loss, or constant
-        (tsrep.training.schedules).
+        (tsrep.training.schedules). A callable ``optimizer -> scheduler`` gives any torch scheduler,
+        stepped after every epoch, e.g.
+        ``functools.partial(torch.optim.lr_scheduler.StepLR, step_size=10)``; a ReduceLROnPlateau
+        gets the monitored loss. Model files store schedules by name only.
     label_smoothing : "auto" or float in [0, 1), default="auto"
         Cross-entropy label smoothing (Szegedy et al., "Rethinking the Inception Architecture for
         Computer Vision", CVPR 2016): the target puts 1 - s on the true class and s spread evenly

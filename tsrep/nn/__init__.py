@@ -1,18 +1,27 @@
 """Building blocks shared by every backbone (time series, text, vision)."""
 
-from tsrep.nn._compile import stock_ops
-from tsrep.nn.attention import MultiHeadAttention
-from tsrep.nn.attention_augmented_conv import AttentionAugmentedConv2d
-from tsrep.nn.attention_kinds import ATTENTION_KINDS, attention_kind_names, build_attention, register_attention
-from tsrep.nn.crossed import CrossedCoAttention
-from tsrep.nn.deacon import HEAD_MIXINGS, DeaconHeadMixing, PCALayer
-from tsrep.nn.interacting import check_interacting_heads, max_interacting_heads
-from tsrep.nn.dilated_conv import CausalDilatedConv1d
-from tsrep.nn.dropout import Dropout
-from tsrep.nn.evolving import AttentionMapEvolution, pair_mask
-from tsrep.nn.norm import MaskedBatchNorm1d, SequenceNorm
-from tsrep.nn.pooling import SequencePooling
-from tsrep.nn.transformer_layer import TransformerLayer
+from __future__ import annotations
+
+from tsrep._lazy import lazy_attributes
+
+# Loaded on first use (PEP 562): importing one of these modules (tsrep.nn.patching, say) does not import them all,
+# and the command lines' --help does not pay for torch.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "stock_ops": "tsrep.nn._compile",
+    "MultiHeadAttention": "tsrep.nn.attention",
+    "AttentionAugmentedConv2d": "tsrep.nn.attention_augmented_conv",
+    **dict.fromkeys(["ATTENTION_KINDS", "attention_kind_names", "build_attention", "register_attention"],
+                    "tsrep.nn.attention_kinds"),
+    "CrossedCoAttention": "tsrep.nn.crossed",
+    **dict.fromkeys(["HEAD_MIXINGS", "DeaconHeadMixing", "PCALayer"], "tsrep.nn.deacon"),
+    **dict.fromkeys(["check_interacting_heads", "max_interacting_heads"], "tsrep.nn.interacting"),
+    "CausalDilatedConv1d": "tsrep.nn.dilated_conv",
+    "Dropout": "tsrep.nn.dropout",
+    **dict.fromkeys(["AttentionMapEvolution", "pair_mask"], "tsrep.nn.evolving"),
+    **dict.fromkeys(["MaskedBatchNorm1d", "SequenceNorm"], "tsrep.nn.norm"),
+    "SequencePooling": "tsrep.nn.pooling",
+    "TransformerLayer": "tsrep.nn.transformer_layer",
+})
 
 __all__ = [
     "AttentionAugmentedConv2d",

@@ -1,17 +1,19 @@
 """Training loops and optimisers."""
 
-from tsrep.training.loop import (
-    History,
-    SeriesBatchData,
-    TrainConfig,
-    count_parameters,
-    predict_outputs,
-    train_supervised,
-)
-from tsrep.training.deacon import DeaconOptimizer, OptimizerWithDeacon, with_deacon
-from tsrep.training.optim import build_optimizer, resolve_optimizer
-from tsrep.training.backbone_fit import FitHistory, evaluate, fit_classifier, predict_logits
-from tsrep.training.callbacks import Callback, CSVLogger, MLflowLogger, OptunaPruning, TensorBoardLogger
+from __future__ import annotations
+
+from tsrep._lazy import lazy_attributes
+
+# Loaded on first use (PEP 562): the command lines' --help and argument checks do not pay for torch.
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    **dict.fromkeys(["History", "SeriesBatchData", "TrainConfig", "count_parameters", "predict_outputs",
+                     "train_supervised"], "tsrep.training.loop"),
+    **dict.fromkeys(["DeaconOptimizer", "OptimizerWithDeacon", "with_deacon"], "tsrep.training.deacon"),
+    **dict.fromkeys(["build_optimizer", "resolve_optimizer"], "tsrep.training.optim"),
+    **dict.fromkeys(["evaluate", "fit_classifier", "predict_logits"], "tsrep.training.backbone_fit"),
+    **dict.fromkeys(["Callback", "CSVLogger", "MLflowLogger", "OptunaPruning", "TensorBoardLogger"],
+                    "tsrep.training.callbacks"),
+})
 
 __all__ = [
     "Callback",
@@ -19,7 +21,6 @@ __all__ = [
     "MLflowLogger",
     "OptunaPruning",
     "TensorBoardLogger",
-    "FitHistory",
     "evaluate",
     "fit_classifier",
     "predict_logits",

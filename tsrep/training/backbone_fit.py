@@ -8,7 +8,6 @@ stopping; the caller owns the data split.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -16,17 +15,9 @@ from torch import nn
 
 from tsrep.training.callbacks import CallbackList
 from tsrep.training.distributed import setup_data_parallel
-from tsrep.training.loop import Trainer
+from tsrep.training.loop import History, Trainer
 from tsrep.training.optim import build_optimizer
-
-
-@dataclass
-class FitHistory:
-    """Per-epoch mean training loss, held-out accuracy (when eval data is given) and wall seconds."""
-
-    train_loss: list[float] = field(default_factory=list)
-    eval_accuracy: list[float] = field(default_factory=list)
-    epoch_seconds: list[float] = field(default_factory=list)
+from tsrep.training.schedules import LRSchedule
 
 
 def _check_xy(X: torch.Tensor, y: torch.Tensor, what: str) -> None:
@@ -53,7 +44,9 @@ class ClassifierTrainer(Trainer):
             if lr_schedule == "cosine"
             else None
         )
-        self.history = FitHistory()
+        if callable(lr_schedule):  # the user's scheduler, stepped after every epoch as in the estimators
+            self.loop_callbacks.append(LRSchedule(lr_schedule, optimizer, epochs * self.steps_per_epoch))
+        self.history = History()
 
     def batch_loss(self, index):
         shard = self.parallel.shard(index)  # one process: index itself
@@ -73,12 +66,17 @@ class ClassifierTrainer(Trainer):
     def validate(self) -> dict:
         if self.eval_data is None:
             return {}
-        return {"val_score": evaluate(self.model, *self.eval_data, batch_size=self.batch_size, device=self.device)}
+        X_eval, y_eval = self.eval_data
+        logits = predict_logits(self.model, X_eval, batch_size=self.batch_size, device=self.device)
+        y_eval = y_eval.cpu()
+        return {"val_loss": float(F.cross_entropy(logits, y_eval)),
+                "val_score": float((logits.argmax(1) == y_eval).float().mean())}
 
     def record(self, logs: dict) -> None:
         self.history.train_loss.append(logs["train_loss"])
         if "val_score" in logs:
-            self.history.eval_accuracy.append(logs["val_score"])
+            self.history.val_loss.append(logs["val_loss"])
+            self.history.val_score.append(logs["val_score"])
 
 
 def fit_classifier(
@@ -93,31 +91,36 @@ def fit_classifier(
     optimizer="adamw",
     optimizer_kwargs: dict | None = None,
     grad_clip: float | None = 1.0,
-    lr_schedule: str | None = None,
+    lr_schedule=None,
     eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
     device="cpu",
     callbacks=None,
-) -> FitHistory:
-    """Train `model` in place with cross-entropy on (X, y) and return its history.
+) -> History:
+    """Train `model` in place with cross-entropy on (X, y) and return its history
+    (tsrep.training.History: train_loss, val_loss, val_score, epoch_seconds per epoch).
 
     X: (n, ...) inputs of model.forward; y: (n,) long class indices. The rows are reshuffled every epoch by
     `generator` (a fresh one seeded 0 when None), so the same generator state gives the same run.
     optimizer: a name or class for tsrep.training.optim.build_optimizer (AdamW by default).
-    lr_schedule: None (constant lr) or "cosine" (per-step cosine decay from lr to 0 over all epochs).
-    eval_data: (X_eval, y_eval) scored with `evaluate` after every epoch (by every rank, on all of it).
+    lr_schedule: None (constant lr), "cosine" (per-step cosine decay from lr to 0 over all epochs) or a
+    callable ``optimizer -> torch scheduler``, stepped after every epoch (as the estimators' lr_schedule).
+    eval_data: (X_eval, y_eval): cross-entropy (val_loss) and accuracy (val_score) after every epoch
+    (by every rank, on all of it).
     Data-parallel under an initialised process group of several ranks (tsrep.training.distributed,
     e.g. launched by torchrun): each rank trains on its shard of every batch; the result equals one
     process's (same generator state on every rank, checked).
-    callbacks: a Callback or a list of them (tsrep.training.callbacks): logs hold train_loss, val_score
-    (the accuracy on eval_data, when given), lr and seconds; on_epoch_end returning True stops training.
+    callbacks: a Callback or a list of them (tsrep.training.callbacks): logs hold train_loss, val_loss and
+    val_score (on eval_data, when given), lr and seconds; on_epoch_end returning True stops training.
     """
     callbacks = CallbackList(callbacks)
     _check_xy(X, y, "fit_classifier")
+    if eval_data is not None:
+        _check_xy(*eval_data, "fit_classifier eval_data")
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if lr_schedule not in (None, "cosine"):
-        raise ValueError(f"lr_schedule must be None or 'cosine', got {lr_schedule!r}")
+    if not (lr_schedule in (None, "cosine") or callable(lr_schedule)):
+        raise ValueError(f"lr_schedule must be None, 'cosine' or a callable optimizer -> scheduler, got {lr_schedule!r}")
     if generator is None:
         generator = torch.Generator().manual_seed(0)
     device = setup_data_parallel(device)  # under torchrun: join the process group, take this rank's GPU

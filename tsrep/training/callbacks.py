@@ -16,7 +16,7 @@ is any object with at least one of these methods (:class:`Callback` has all thre
 ``on_epoch_end(epoch, logs)``
     After every epoch (0-based ``epoch``). ``logs`` holds ``"train_loss"`` (mean training loss of
     the epoch), ``"val_loss"`` and ``"val_score"`` when the fit holds out a validation split (or,
-    in ``fit_classifier``, has ``eval_data``: ``"val_score"`` only), ``"lr"`` (learning rate at the
+    in ``fit_classifier``, has ``eval_data``), ``"lr"`` (learning rate at the
     end of the epoch) and ``"seconds"`` (wall time of the epoch). **Returning True stops training**
     after this epoch (XGBoost's ``after_iteration`` convention; Keras sets ``model.stop_training``,
     which needs a model object of its own). An exception raised here propagates out of ``fit``
@@ -53,7 +53,30 @@ CSV_COLUMNS = ("epoch", "train_loss", "val_loss", "val_score", "lr", "seconds")
 
 
 class Callback:
-    """Base class of callbacks: every hook does nothing (override the ones you need)."""
+    """Base class of callbacks: every hook does nothing (override the ones you need).
+
+    Examples
+    --------
+    A callback that stops training once the training loss is below a threshold (``on_epoch_end``
+    returning True stops the fit after that epoch):
+
+    >>> import numpy as np
+    >>> from tsrep import EADCTransformerClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(20, 2, 30)), np.array(["a", "b"] * 10)
+    >>> from tsrep.training.callbacks import Callback
+    >>> class StopBelow(Callback):
+    ...     def __init__(self, threshold):
+    ...         self.threshold = threshold
+    ...
+    ...     def on_epoch_end(self, epoch, logs):
+    ...         return logs["train_loss"] < self.threshold
+    >>> clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, min_steps=0, random_state=0, max_epochs=50,
+    ...                                 callbacks=StopBelow(5.0))
+    >>> clf = clf.fit(X, y)
+    >>> clf.n_epochs_  # a two-class cross-entropy starts near 0.7: stopped after the first epoch
+    1
+    """
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and not k.endswith("_"))
@@ -168,6 +191,23 @@ class CSVLogger(Callback):
     ----------
     path : str or path-like
         The CSV file (its directory is created).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tsrep import EADCTransformerClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(20, 2, 30)), np.array(["a", "b"] * 10)
+    >>> import csv, tempfile
+    >>> from pathlib import Path
+    >>> from tsrep.training.callbacks import CSVLogger
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "log.csv"
+    ...     clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, min_steps=0, random_state=0, max_epochs=3,
+    ...                                     callbacks=CSVLogger(path)).fit(X, y)
+    ...     rows = list(csv.DictReader(path.read_text().splitlines()))
+    >>> len(rows), list(rows[0])  # no validation split on 20 cases: val_* cells are empty
+    (3, ['epoch', 'train_loss', 'val_loss', 'val_score', 'lr', 'seconds'])
     """
 
     def __init__(self, path):
@@ -257,6 +297,23 @@ class TensorBoardLogger(Callback):
     ----------
     log_dir : str or path-like
         Directory of the event files (``tensorboard --logdir`` it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tsrep import EADCTransformerClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(20, 2, 30)), np.array(["a", "b"] * 10)
+    >>> import tempfile
+    >>> from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    >>> from tsrep.training.callbacks import TensorBoardLogger
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, min_steps=0, random_state=0, max_epochs=3,
+    ...                                     callbacks=TensorBoardLogger(tmp)).fit(X, y)
+    ...     events = EventAccumulator(tmp).Reload()  # what TensorBoard shows
+    ...     steps = [event.step for event in events.Scalars("train_loss")]
+    >>> steps
+    [0, 1, 2]
     """
 
     def __init__(self, log_dir):
@@ -314,8 +371,10 @@ class MLflowLogger(Callback):
     Parameters
     ----------
     tracking_uri : str or None, default=None
-        Where runs go (e.g. ``"file:./mlruns"`` or a server URL); None: MLflow's own setting
-        (``MLFLOW_TRACKING_URI``).
+        Where runs go: a database (e.g. ``"sqlite:///mlflow.db"``) or a server URL; None: MLflow's
+        own setting (``MLFLOW_TRACKING_URI``, else MLflow's default, ``sqlite:///mlflow.db`` in the
+        working directory since MLflow 3). MLflow 3 refuses new runs in a ``file:`` store (the file
+        backend is in maintenance mode).
     experiment_name : str or None, default=None
     run_name : str or None, default=None
         Seed-ensemble members get ``<run_name>-member-<i>``.
@@ -323,6 +382,26 @@ class MLflowLogger(Callback):
 
     A run is started in ``on_fit_start`` (nested when a run is already active) and ended in
     ``on_fit_end``; ``run_id_`` is the id of the last run.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tsrep import EADCTransformerClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(20, 2, 30)), np.array(["a", "b"] * 10)
+    >>> import tempfile
+    >>> import mlflow
+    >>> from tsrep.training.callbacks import MLflowLogger
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     logger = MLflowLogger(tracking_uri=f"sqlite:///{tmp}/mlflow.db",
+    ...                           experiment_name="tsrep-demo", run_name="tiny")
+    ...     clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, min_steps=0, random_state=0, max_epochs=3,
+    ...                                     callbacks=logger).fit(X, y)
+    ...     client = mlflow.MlflowClient(tracking_uri=logger.tracking_uri)
+    ...     run = client.get_run(logger.run_id_)
+    ...     losses = client.get_metric_history(logger.run_id_, "train_loss")
+    >>> run.info.run_name, run.data.params["d_model"], [m.step for m in losses]
+    ('tiny', '8', [0, 1, 2])
     """
 
     def __init__(self, tracking_uri=None, experiment_name=None, run_name=None, log_params=True):
@@ -396,6 +475,26 @@ class OptunaPruning(Callback):
         folds before it.
     transform : callable or None
         Applied to X before scoring (the earlier steps of a Pipeline).
+
+    Examples
+    --------
+    Pruning a hand-written Optuna study (:func:`tsrep.tuning.tune` does this for you):
+
+    >>> import numpy as np
+    >>> from tsrep import EADCTransformerClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(20, 2, 30)), np.array(["a", "b"] * 10)
+    >>> import optuna
+    >>> from tsrep.training.callbacks import OptunaPruning
+    >>> def objective(trial):
+    ...     clf = EADCTransformerClassifier(d_model=8, n_blocks=1, n_heads=2, min_steps=0, random_state=0, max_epochs=3,
+    ...                                     alpha=trial.suggest_float("alpha", 0.0, 1.0),
+    ...                                     callbacks=OptunaPruning(trial, X[15:], y[15:]))
+    ...     return clf.fit(X[:15], y[:15]).score(X[15:], y[15:])
+    >>> study = optuna.create_study(direction="maximize", pruner=optuna.pruners.MedianPruner())
+    >>> study.optimize(objective, n_trials=2)
+    >>> [len(trial.intermediate_values) for trial in study.trials]  # a score after every epoch
+    [3, 3]
     """
 
     def __init__(self, trial, X=None, y=None, step_offset=0, transform=None):

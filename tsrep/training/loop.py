@@ -57,9 +57,21 @@ class TrainConfig:
 
 @dataclass
 class History:
+    """Per-epoch record of a training run: what the estimators' ``history_`` and
+    :func:`tsrep.training.fit_classifier` hold.
+
+    train_loss: mean training loss of every epoch; val_loss, val_score: loss and score (accuracy for
+    classifiers, higher is better) on the held-out data after every epoch, empty without held-out data;
+    epoch_seconds: wall seconds of every epoch's training (the optimiser steps, not the evaluation);
+    best_epoch: the epoch whose weights the model keeps (early stopping), else the last one (-1 when
+    the loop does not choose one).
+    """
+
     train_loss: list[float] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
     val_score: list[float] = field(default_factory=list)
+    # Wall times are no part of what a run learnt: a resumed or reloaded fit equals the uninterrupted one.
+    epoch_seconds: list[float] = field(default_factory=list, compare=False)
     best_epoch: int = -1
 
 
@@ -441,6 +453,12 @@ class SupervisedTrainer(Trainer):
         )
         return loss, len(shard), len(index)
 
+    def train_epoch(self, epoch: int) -> float:
+        tic = time.perf_counter()
+        loss = super().train_epoch(epoch)
+        self.history.epoch_seconds.append(time.perf_counter() - tic)
+        return loss
+
     def case_loss(self, outputs, targets, weights):
         return self.loss_fn(outputs, targets) if weights is None else self.loss_fn(outputs, targets, weights)
 
@@ -475,6 +493,7 @@ class SupervisedTrainer(Trainer):
         self.history.train_loss, self.history.val_loss, self.history.val_score = (
             [float(v) for v in state[name]] for name in ("train_loss", "val_loss", "val_score")
         )
+        self.history.epoch_seconds = [float(v) for v in state.get("epoch_seconds", ())]  # older states lack it
         self.history.best_epoch = int(state["best_epoch"])
         self.early_stopping.load_state_dict(state)
         return int(state["epoch"]), bool(state["finished"])
@@ -488,7 +507,7 @@ class SupervisedTrainer(Trainer):
             "schedule": self.schedule.state_dict(), "rng": rng_states(),
             "cuda_rng": torch.cuda.get_rng_state(self.device) if on_cuda else None,
             **{name: torch.tensor(getattr(self.history, name), dtype=torch.float64)
-               for name in ("train_loss", "val_loss", "val_score")},
+               for name in ("train_loss", "val_loss", "val_score", "epoch_seconds")},
             "best_epoch": self.history.best_epoch, **self.early_stopping.state_dict(),
         })
 

@@ -10,6 +10,12 @@
                 split, else training loss) has not improved for `plateau_patience` epochs
                 (torch's ReduceLROnPlateau). Stepped after every epoch.
     "none":     constant lr.
+
+Or a callable ``optimizer -> scheduler`` returning a torch learning-rate scheduler
+(``torch.optim.lr_scheduler.LRScheduler`` or ``ReduceLROnPlateau``), as skorch's ``LRScheduler``
+callback takes one: e.g. ``functools.partial(torch.optim.lr_scheduler.StepLR, step_size=10)``. It is
+built on the training optimiser and stepped after every epoch; a ``ReduceLROnPlateau`` is stepped
+with the monitored loss of "plateau".
 """
 
 from __future__ import annotations
@@ -27,8 +33,27 @@ COSINE_WARMUP = 0.05
 
 
 def check_lr_schedule(name) -> None:
+    if callable(name):
+        return
     if name not in LR_SCHEDULES:
-        raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {name!r}")
+        raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES} or a callable optimizer -> scheduler, got {name!r}")
+
+
+def build_scheduler(make, optimizer: torch.optim.Optimizer):
+    """``make(optimizer)``, checked to be a torch learning-rate scheduler of `optimizer`: anything else is a
+    TypeError naming lr_schedule, before any training step."""
+    scheduler = make(optimizer)
+    plateau = isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+    if not (isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler) or plateau):
+        raise TypeError(
+            f"lr_schedule={make!r} must return a torch.optim.lr_scheduler scheduler of the optimizer it is given, "
+            f"got {type(scheduler).__name__}"
+        )
+    if scheduler.optimizer is not optimizer:
+        raise ValueError(
+            f"lr_schedule={make!r} returned a scheduler of another optimizer: build it on the optimizer passed in"
+        )
+    return scheduler
 
 
 class LRSchedule(Callback):
@@ -39,11 +64,14 @@ class LRSchedule(Callback):
     ``after_epoch`` with the epoch's validation loss, or its training loss without a validation set.
     """
 
-    def __init__(self, name: str, optimizer: torch.optim.Optimizer, total_steps: int, plateau_patience: int = 10):
+    def __init__(self, name, optimizer: torch.optim.Optimizer, total_steps: int, plateau_patience: int = 10):
         check_lr_schedule(name)
         self.name = name
         total_steps = max(int(total_steps), 1)
-        if name in ("onecycle", "cosine"):
+        if callable(name):
+            self._scheduler = build_scheduler(name, optimizer)
+            self.name = "plateau" if isinstance(self._scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else "epoch"
+        elif name in ("onecycle", "cosine"):
             # Factors of the lr set on the optimiser, one per step (any number of steps, even 1).
             start, end, share = (1 / 25, 1e-4, ONECYCLE_WARMUP) if name == "onecycle" else (0.0, 0.0, COSINE_WARMUP)
             warmup = max(1, int(round(share * total_steps)))
@@ -69,6 +97,8 @@ class LRSchedule(Callback):
     def after_epoch(self, monitored_loss: float) -> None:
         if self.name == "plateau":
             self._scheduler.step(monitored_loss)
+        elif self.name == "epoch":  # a user's scheduler
+            self._scheduler.step()
 
     def on_epoch_end(self, epoch: int, logs: dict) -> None:
         self.after_epoch(logs.get("val_loss", logs["train_loss"]))

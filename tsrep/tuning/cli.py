@@ -20,10 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from tsrep._cli import folds, fraction, positive_float, positive_int
+
+# numpy, Optuna, torch and aeon are imported where they are used, once the arguments are read: --help and
+# usage errors do not wait for them.
 
 MODELS = {
     "classifier": "EADCTransformerClassifier",
@@ -67,6 +69,8 @@ def load_dataset(name: str, split: str):
         except (ValueError, OSError) as e:  # unknown name (with close names), not on disk and offline, ...
             raise CLIError(str(e)) from e
         else:
+            import numpy as np
+
             task = meta.get("task", "classification")
             return X, (np.asarray(y, dtype=float) if task == "regression" else y), task
     return _load_with_aeon(name, split)
@@ -271,6 +275,8 @@ def _check_folds(args, y, classifier: bool) -> None:
     if args.cv is None:
         return
     if classifier:
+        import numpy as np
+
         classes, counts = np.unique(np.asarray(y), return_counts=True)
         smallest = int(counts.min())
         if args.cv > smallest:

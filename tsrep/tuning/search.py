@@ -38,7 +38,9 @@ class TSRepSearchCV(MetaEstimatorMixin, BaseEstimator):
     continuous : bool, default=False
         Search the continuous box around the paper's grid of alpha, beta and p.
     default_space : bool, default=True
-        Start from the paper's space; False tunes only ``search_space``.
+        Start from the paper's space, less the parameters that ``estimator`` sets (a value other
+        than its default keeps that value unless ``search_space`` names it); False tunes only
+        ``search_space``.
     n_trials : int, default=10
         Trials per ``fit``.
     timeout : float or None, default=None
@@ -138,6 +140,7 @@ class TSRepSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.show_progress_bar = show_progress_bar
 
     def fit(self, X, y):
+        """Run the search on (X, y) and refit the best parameters on all of it (``best_estimator_``)."""
         result = tune(
             self.estimator,
             X,
@@ -177,11 +180,13 @@ class TSRepSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_best_has("predict"))
     def predict(self, X):
+        """Predictions of the refitted best estimator."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
     @available_if(_best_has("predict_proba"))
     def predict_proba(self, X):
+        """Class probabilities of the refitted best estimator (classifiers)."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(X)
 

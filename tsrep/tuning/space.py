@@ -10,13 +10,17 @@ A search space is a mapping ``parameter name -> spec``. A spec is one of
   ``{"choices": [...]}`` is a categorical too;
 * an ``optuna.distributions`` object, used as it is.
 
-User entries replace the default's entries of the same name; the default's other entries stay.
-To stop tuning a default parameter, give it a fixed value (``{"d_model": 64}``).
+User entries replace the default's entries of the same name; the default's other entries stay,
+except those of parameters set on the estimator given (a value other than the class's default,
+e.g. ``EADCTransformerClassifier(d_model=16)``): these keep the estimator's value, as parameters
+outside the search space do. To stop tuning any other default parameter, give it a fixed value
+(``{"d_model": 64}``); to tune a parameter set on the estimator, name it in the search space.
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 import numbers
 from collections.abc import Mapping
@@ -152,13 +156,56 @@ def check_distribution(estimator, name: str, dist: BaseDistribution) -> None:
             ) from None
 
 
+def set_params_of(estimator) -> dict:
+    """The parameters of `estimator` whose value differs from its class's default: what the user set
+    (a value set equal to the default cannot be told apart from it)."""
+    try:
+        signature = inspect.signature(type(estimator).__init__)
+    except (TypeError, ValueError):  # pragma: no cover - a constructor without a signature
+        return {}
+    changed = {}
+    for name, value in estimator.get_params(deep=False).items():
+        parameter = signature.parameters.get(name)
+        if parameter is None or parameter.default is inspect.Parameter.empty:
+            continue
+        if not _same_value(value, parameter.default):
+            changed[name] = value
+    return changed
+
+
+def _same_value(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(np.array_equal(a, b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(a == b)
+    except (TypeError, ValueError):  # objects without a plain equality
+        return False
+
+
 class SearchSpace:
-    """A validated search space for one estimator: tuned distributions and fixed values."""
+    """A validated search space for one estimator: tuned distributions and fixed values.
+
+    Attributes
+    ----------
+    distributions : dict of str to optuna distribution
+        The tuned parameters.
+    fixed : dict
+        Values the search space sets in every trial.
+    kept : dict
+        Parameters of the default space left untuned because the estimator sets them: every trial
+        uses the estimator's value.
+    """
 
     def __init__(self, estimator, search_space: Mapping | None = None, continuous: bool = False, default=True):
         base = {}
+        self.kept: dict = {}
         if default:
             base = dict(PAPER_SEARCH_SPACE_CONTINUOUS if continuous else PAPER_SEARCH_SPACE)
+            # A parameter the user set on the estimator is their choice: the default space does not
+            # overrule it (the search space given here still may, by naming it).
+            named = set(search_space) if isinstance(search_space, Mapping) else set()
+            self.kept = {k: v for k, v in set_params_of(estimator).items() if k in base and k not in named}
+            base = {k: v for k, v in base.items() if k not in self.kept}
         if search_space is not None and not isinstance(search_space, Mapping):
             raise SearchSpaceError(
                 f"search_space must be a dict of parameter name -> spec, got {type(search_space).__name__}"

@@ -9,7 +9,7 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,8 +46,10 @@ class _BudgetReached(Exception):
 
 
 @dataclass
-class TuneResult:
-    """What :func:`tune` returns; unpacks as ``study, best_estimator = tune(...)``."""
+class TuneResult(Sequence):
+    """What :func:`tune` returns: the sequence ``(study, best_estimator)``, so that it unpacks as
+    ``study, best_estimator = tune(...)`` and ``result[0]`` is the study, with the best trial's
+    details as attributes besides."""
 
     study: optuna.Study
     best_estimator: object | None
@@ -55,8 +57,11 @@ class TuneResult:
     best_value: float = float("nan")
     best_trial: optuna.trial.FrozenTrial | None = None
 
-    def __iter__(self):
-        return iter((self.study, self.best_estimator))
+    def __getitem__(self, index):
+        return (self.study, self.best_estimator)[index]
+
+    def __len__(self) -> int:
+        return 2
 
 
 def default_pruner() -> optuna.pruners.BasePruner:
@@ -398,7 +403,9 @@ def tune(
         before any trial runs. Trials left RUNNING by a process of this machine that is gone
         (killed) are marked FAIL when the study is resumed, and queued again as the heartbeat would.
     search_space : overrides of the paper's space (see :mod:`tsrep.tuning.space`); ``continuous``
-        uses the continuous paper box; ``default_space=False`` tunes only ``search_space``.
+        uses the continuous paper box; ``default_space=False`` tunes only ``search_space``. A
+        parameter of the paper's space that ``estimator`` sets (a value other than its default,
+        e.g. ``d_model=16``) keeps that value unless ``search_space`` names it.
     pruner : any Optuna pruner; default :func:`default_pruner` (MedianPruner). Intermediate values
         are the per-epoch score on the fold's validation part (accuracy, or minus the MSE of the
         standardised targets for regression), at step ``(epochs of the earlier folds) + epoch``.
@@ -431,6 +438,9 @@ def tune(
     """
     _check_estimator_and_data(estimator, X, y)
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
+    if space.kept:
+        logger.info("the default search space leaves %s as the estimator sets it",
+                    ", ".join(f"{k}={v!r}" for k, v in space.kept.items()))
     _check_fixed_settings(estimator, space)
     _check_enqueued(enqueue, space)
     n_trials = _trials_to_run(n_trials, max_trials, timeout)
