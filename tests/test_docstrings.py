@@ -21,6 +21,9 @@ ESTIMATORS = [
     "tsrep.estimators.BackboneRegressor",
     "tsrep.TSRepEncoder",
     "tsrep.tuning.TSRepSearchCV",
+    "tsrep.EATextClassifier",
+    "tsrep.estimators.EATextRegressor",
+    "tsrep.EAViTClassifier",
 ]
 #: sktime adapters take exactly the parameters of the tsrep estimator they wrap (their __init__ is generated
 #: from its signature) and point at its documentation instead of repeating it.

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel
 
-from tsrep.backbones.text import EATextClassifier, EATextEncoder, bundled_minilm_dir
+from tsrep.backbones.text import EATextClassificationModel, EATextEncoder, bundled_minilm_dir
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -101,7 +101,7 @@ def test_map_residual_starts_at_the_second_layer(minilm, batch):
 
 def test_classifier_backpropagates_into_map_convolutions_and_head(minilm, batch):
     torch.manual_seed(0)
-    model = EATextClassifier(EATextEncoder.from_pretrained(minilm, alpha=0.1, beta=0.1), n_classes=3)
+    model = EATextClassificationModel(EATextEncoder.from_pretrained(minilm, alpha=0.1, beta=0.1), n_classes=3)
     logits = model(batch["input_ids"], batch["attention_mask"])
     assert logits.shape == (len(SENTENCES), 3)
     torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2, 0])).backward()

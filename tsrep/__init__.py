@@ -11,6 +11,8 @@ __version__ = "0.1.0"
 __getattr__, __dir__ = lazy_attributes(__name__, {
     "EADCTransformerClassifier": "tsrep.estimators",
     "EADCTransformerRegressor": "tsrep.estimators",
+    "EATextClassifier": "tsrep.estimators",
+    "EAViTClassifier": "tsrep.estimators",
     "TSRepEncoder": "tsrep.representation",
 })
 
@@ -23,4 +25,5 @@ def load(path, **params):
     return load_estimator(path, **params)
 
 
-__all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor", "TSRepEncoder", "load", "__version__"]
+__all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor", "EATextClassifier", "EAViTClassifier",
+           "TSRepEncoder", "load", "__version__"]

@@ -15,7 +15,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "RecurrentEncoder": "tsrep.backbones.recurrent",
     "ResNetEncoder": "tsrep.backbones.resnet",
     "EATransformerSeq2Seq": "tsrep.backbones.seq2seq",
-    **dict.fromkeys(["EATextClassifier", "EATextEncoder", "EATextOutput", "bundled_minilm_dir"],
+    **dict.fromkeys(["EATextClassificationModel", "EATextEncoder", "EATextOutput", "bundled_minilm_dir"],
                     "tsrep.backbones.text"),
     "TSTEncoder": "tsrep.backbones.transformer",
     **dict.fromkeys(["EAViT", "PatchEmbedding", "ViTLayer"], "tsrep.backbones.vision"),
@@ -26,6 +26,6 @@ __all__ = [
     "CausalCNNEncoder", "RecurrentEncoder", "ResNetEncoder", "TSTEncoder",
     "baseline_names", "register_baseline",
     "EATransformerSeq2Seq",
-    "EATextClassifier", "EATextEncoder", "EATextOutput", "bundled_minilm_dir",
+    "EATextClassificationModel", "EATextEncoder", "EATextOutput", "bundled_minilm_dir",
     "EAViT", "PatchEmbedding", "ViTLayer",
 ]

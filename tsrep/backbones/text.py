@@ -249,34 +249,18 @@ class EATextEncoder(nn.Module):
         checkpoint keys were ignored.
         """
         path = Path(path)
-        config = read_bert_config(path)
-        hidden_dropout = config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout
-        encoder = cls(
-            vocab_size=config["vocab_size"],
-            d_model=config["hidden_size"],
-            n_layers=config["num_hidden_layers"],
-            n_heads=config["num_attention_heads"],
-            dim_feedforward=config["intermediate_size"],
-            max_len=config["max_position_embeddings"],
-            type_vocab_size=config.get("type_vocab_size", 2),
-            alpha=alpha,
-            beta=beta,
-            attn_kernel_size=attn_kernel_size,
-            dropout=hidden_dropout,
-            attn_dropout=config.get("attention_probs_dropout_prob", 0.1) if attn_dropout is None else attn_dropout,
-            activation=config.get("hidden_act", "gelu"),
-            layer_norm_eps=config.get("layer_norm_eps", 1e-12),
-            pad_token_id=config.get("pad_token_id", 0) or 0,
-            initializer_range=config.get("initializer_range", 0.02),
-        )
+        encoder = cls(**encoder_kwargs(read_bert_config(path), alpha, beta, attn_kernel_size, dropout, attn_dropout))
         encoder.load_report = load_bert_state_dict(encoder, read_checkpoint_tensors(path))
         return encoder
 
 
-class EATextClassifier(nn.Module):
-    """Sequence classification: dropout and a linear layer on the encoder's pooled [CLS] output.
+class EATextClassificationModel(nn.Module):
+    """Sequence classification (or regression, n_classes=1): dropout and a linear layer on the encoder's
+    pooled [CLS] output, as BertForSequenceClassification (Devlin et al., "BERT: Pre-training of Deep
+    Bidirectional Transformers for Language Understanding", NAACL 2019).
 
     dropout: None takes the encoder's hidden dropout (BertForSequenceClassification's default).
+    The scikit-learn estimator around it, tokenizer included, is :class:`tsrep.EATextClassifier`.
     """
 
     def __init__(self, encoder: EATextEncoder, n_classes: int, dropout: float | None = None):
@@ -295,7 +279,18 @@ class EATextClassifier(nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """input_ids, attention_mask, token_type_ids: (B, N) as in EATextEncoder -> class logits (B, n_classes)"""
+        """input_ids, attention_mask, token_type_ids: (B, N) as in EATextEncoder -> class logits (B, n_classes)
+
+        Trailing columns that are padding in every row are cut first: a batch drawn from a corpus padded to its
+        longest text then costs its own longest text, and the logits are those of the uncut batch (masked keys
+        take no attention weight; real tokens keep their positions).
+        """
+        if attention_mask is not None and attention_mask.ndim == 2 and attention_mask.shape == input_ids.shape:
+            used = torch.nonzero(attention_mask.bool().any(0))
+            n = int(used.max()) + 1 if len(used) else input_ids.shape[1]  # an all-padding batch: the encoder refuses it
+            if n < input_ids.shape[1]:
+                input_ids, attention_mask = input_ids[:, :n], attention_mask[:, :n]
+                token_type_ids = None if token_type_ids is None else token_type_ids[:, :n]
         pooled = self.encoder(input_ids, attention_mask, token_type_ids).pooler_output
         return self.head(self.dropout(pooled))
 
@@ -355,6 +350,37 @@ def read_bert_config(path: Path) -> dict:
             f"{str(config_file)!r} has hidden_act={config['hidden_act']!r}, not one of {sorted(_ACTIVATIONS)}"
         )
     return config
+
+
+def encoder_kwargs(
+    config: dict,
+    alpha: float = 0.0,
+    beta: float = 0.0,
+    attn_kernel_size: int = 3,
+    dropout: float | None = None,
+    attn_dropout: float | None = None,
+) -> dict:
+    """EATextEncoder's keyword arguments for a BERT config.json (read_bert_config): the architecture of the
+    checkpoint with evolving attention set by alpha, beta and attn_kernel_size. dropout, attn_dropout: None
+    takes the checkpoint's hidden_dropout_prob and attention_probs_dropout_prob."""
+    return {
+        "vocab_size": config["vocab_size"],
+        "d_model": config["hidden_size"],
+        "n_layers": config["num_hidden_layers"],
+        "n_heads": config["num_attention_heads"],
+        "dim_feedforward": config["intermediate_size"],
+        "max_len": config["max_position_embeddings"],
+        "type_vocab_size": config.get("type_vocab_size", 2),
+        "alpha": alpha,
+        "beta": beta,
+        "attn_kernel_size": attn_kernel_size,
+        "dropout": config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout,
+        "attn_dropout": config.get("attention_probs_dropout_prob", 0.1) if attn_dropout is None else attn_dropout,
+        "activation": config.get("hidden_act", "gelu"),
+        "layer_norm_eps": config.get("layer_norm_eps", 1e-12),
+        "pad_token_id": config.get("pad_token_id", 0) or 0,
+        "initializer_range": config.get("initializer_range", 0.02),
+    }
 
 
 def read_checkpoint_tensors(path: Path) -> dict[str, torch.Tensor]:

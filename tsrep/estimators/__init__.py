@@ -13,7 +13,11 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "EADCTransformerRegressor": "tsrep.estimators.regressor",
     "BackboneClassifier": "tsrep.estimators.backbone",
     "BackboneRegressor": "tsrep.estimators.backbone",
+    "EATextClassifier": "tsrep.estimators.text",
+    "EATextRegressor": "tsrep.estimators.text",
+    "EAViTClassifier": "tsrep.estimators.vision",
 })
 
 
-__all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor", "BackboneClassifier", "BackboneRegressor"]
+__all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor", "BackboneClassifier", "BackboneRegressor",
+           "EATextClassifier", "EATextRegressor", "EAViTClassifier"]

@@ -33,9 +33,11 @@ def _estimator_classes() -> dict:
     from tsrep.estimators.backbone import BackboneClassifier, BackboneRegressor
     from tsrep.estimators.classifier import EADCTransformerClassifier
     from tsrep.estimators.regressor import EADCTransformerRegressor
+    from tsrep.estimators.text import EATextClassifier, EATextRegressor
+    from tsrep.estimators.vision import EAViTClassifier
 
     return {c.__name__: c for c in (EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier,
-                                    BackboneRegressor)}
+                                    BackboneRegressor, EATextClassifier, EATextRegressor, EAViTClassifier)}
 
 
 def params_to_json(params: dict, where: str) -> dict:
@@ -249,6 +251,8 @@ def load_estimator(path, expected=None, **params):
         return TSRepEncoder.load(path, **params)
     where = f"model file {str(path)!r}"
     try:
+        if hasattr(cls, "_from_model_file"):  # the text and image estimators (tsrep.estimators._tensor_base)
+            return cls._from_model_file(document, tensors, where, params)
         return _rebuild(cls, document, tensors, "", params, where)
     except ModelFileError:
         raise
