@@ -220,7 +220,7 @@ def kernels(tmp_path_factory) -> dict:
     done = subprocess.run([sys.executable, __file__, "-", str(out)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
-    return torch.load(out)
+    return torch.load(out, weights_only=True)  # tensors, numbers and strings only
 
 
 # ----------------------------------------------------------------------------- tests
@@ -288,3 +288,12 @@ def test_attention_layers_dispatch_to_the_kernels_only_when_asked_on_cpu(kernels
 
 if __name__ == "__main__":
     _child(sys.argv[1], sys.argv[2])
+
+
+@pytest.mark.parametrize("enabled", ["yes", 1, 0.0])
+def test_the_switch_takes_only_true_false_or_none(enabled):
+    from tsrep.nn.fused_evolving import fused_evolving
+
+    with pytest.raises(TypeError, match="fused_evolving\\(enabled\\) takes True, False or None"):
+        with fused_evolving(enabled):
+            pass

@@ -66,6 +66,8 @@ def fused_evolving(enabled: bool | None = True):
     Triton's interpreter); False: the reference ops everywhere; None: the default, fused on CUDA tensors
     when triton is importable.
     """
+    if enabled not in (True, False, None) or isinstance(enabled, (int, float)) and not isinstance(enabled, bool):
+        raise TypeError(f"fused_evolving(enabled) takes True, False or None, got {enabled!r}")
     before = getattr(_state, "mode", None)
     _state.mode = enabled
     try:
