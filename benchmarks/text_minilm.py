@@ -36,7 +36,7 @@ except ImportError:  # not installed: run from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tsrep.backbones.text import EATextClassificationModel, EATextEncoder, bundled_minilm_dir
-from tsrep.training.backbone_fit import fit_classifier
+from tsrep.training.tensor_fit import fit_classifier
 
 
 def load_crowdflower_tweets() -> pd.DataFrame:

@@ -173,10 +173,7 @@ def test_bad_hyperparameters_name_the_problem(kw, match):
         _encoder(**kw)
 
 
-def test_a_deacon_setting_the_config_does_not_hold_is_refused_not_dropped():
-    with pytest.raises(ValueError, match=r"deacon_settings holds 'gha_lr', which is not a DCTransformerConfig field"):
+def test_a_keyword_the_config_does_not_hold_is_refused_not_dropped():
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['deacon_settings'\]"):
         DCTransformerEncoder(2, 8, d_model=8, n_heads=2, p=1.0, head_mixing="deacon-direct",
-                             deacon_settings={"gha_lr": 0.5})
-    legacy = DCTransformerEncoder(2, 8, d_model=8, n_heads=2, p=1.0, head_mixing="deacon-direct",
-                                  deacon_settings={"dP": 0.1, "inner_steps": 3})
-    assert (legacy.config.deacon_dp, legacy.config.deacon_inner_steps) == (0.1, 3)
+                             deacon_settings={"deacon_dp": 0.1})

@@ -20,7 +20,7 @@ from tsrep._io import atomic_write
 from tsrep.data import DatasetNotFoundError, list_datasets, load_archive, read_tsv
 from tsrep.estimators import BackboneClassifier, _memory
 from tsrep.exceptions import InsufficientMemoryError, MissingChannelWarning
-from tsrep.representation import ENCODER_FORMAT, load_encoder
+from tsrep.representation import load_encoder, save_encoder
 
 TINY = dict(d_model=8, n_heads=2, n_blocks=1, p=0.5, max_epochs=1, min_steps=0, batch_size=4, device="cpu",
             random_state=0)
@@ -258,7 +258,7 @@ def test_doubling_padding_of_many_dilated_blocks_is_refused_before_any_weight(me
 
     reached = []
     monkeypatch.setattr(EADCTransformerClassifier, "_build_model", lambda self, n: reached.append(n) or 1 / 0)
-    monkeypatch.setattr(tsrep.representation, "build_encoder", lambda config: reached.append("encoder") or 1 / 0)
+    monkeypatch.setattr(tsrep.representation, "encoder_from_config", lambda config: reached.append("encoder") or 1 / 0)
     X16, y16 = np.random.default_rng(0).normal(size=(16, 2, 12)), np.arange(16) % 2
     params = dict(d_model=8, n_heads=2, max_epochs=1, min_steps=0, device="cpu", random_state=0)
     with pytest.raises(InsufficientMemoryError) as raised:
@@ -423,21 +423,13 @@ def test_trailing_nan_padding_of_a_3d_array_equals_the_list_input():
 
 
 # ----------------------------------------------------------------------------- pretrained encoders
-def _legacy_checkpoint(path: Path, source: Path, **changes) -> Path:
-    """An encoder checkpoint of the torch.save format, from `source`, with config keys or tensors changed."""
+def _edited_checkpoint(path: Path, source: Path, **changes) -> Path:
+    """The encoder checkpoint `source` written again to `path` with config keys dropped or its standardisation changed."""
     config, encoder, standardizer = load_encoder(source)
-    config = dict(config)
-    for key in changes.pop("drop", ()):
-        del config[key]
-    state = {
-        "format": ENCODER_FORMAT,
-        "config_json": __import__("json").dumps(config),
-        "encoder": encoder.state_dict(),
-        "standardizer_mean": torch.as_tensor(changes.get("mean", standardizer.mean_)),
-        "standardizer_std": torch.as_tensor(changes.get("std", standardizer.std_)),
-    }
-    torch.save(state, path)
-    return path
+    config = {k: v for k, v in config.items() if k not in changes.get("drop", ())}
+    standardizer.mean_ = np.asarray(changes.get("mean", standardizer.mean_))
+    standardizer.std_ = np.asarray(changes.get("std", standardizer.std_))
+    return save_encoder(path, config, encoder, standardizer)
 
 
 def test_explicit_architecture_contradicting_the_checkpoint_is_named(encoder_path):
@@ -468,7 +460,7 @@ def test_missing_pretrained_encoder_is_named(tmp_path):
     ({"mean": np.array([np.nan, 0.0])}, "its standardisation mean must hold finite numbers"),
 ], ids=["lacks a key", "wrong size", "NaN std", "NaN mean"])
 def test_corrupt_checkpoint_contents_are_named(encoder_path, tmp_path, changes, message):
-    path = _legacy_checkpoint(tmp_path / "bad.pt", encoder_path, **changes)
+    path = _edited_checkpoint(tmp_path / "bad.pt", encoder_path, **changes)
     with pytest.raises(ValueError) as raised:
         EADCTransformerClassifier(**{k: v for k, v in TINY.items() if k not in ("d_model", "n_heads", "p")},
                                   pretrained_encoder=str(path)).fit(X, Y)

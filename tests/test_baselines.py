@@ -9,7 +9,7 @@ import torch
 from aeon.testing.estimator_checking import parametrize_with_checks as aeon_checks
 
 from tsrep.estimators import BackboneClassifier, BackboneRegressor, _memory
-from tsrep.estimators.backbone import BACKBONES, build_encoder
+from tsrep.estimators.baselines import BACKBONES, baseline_encoder
 from tsrep.exceptions import InsufficientMemoryError
 
 TINY = {"d_model": 8, "n_blocks": 2, "n_heads": 2, "max_epochs": 2, "min_steps": 0, "batch_size": 8, "random_state": 0}
@@ -29,7 +29,7 @@ def test_baselines_and_ea_dc_transformer_share_one_harness_as_siblings():
     import inspect
 
     from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
-    from tsrep.estimators._harness import DeepSeriesEstimator
+    from tsrep.estimators._base import DeepSeriesEstimator
 
     for baseline, ea_dc in ((BackboneClassifier, EADCTransformerClassifier), (BackboneRegressor, EADCTransformerRegressor)):
         assert issubclass(baseline, DeepSeriesEstimator) and issubclass(ea_dc, DeepSeriesEstimator)
@@ -50,7 +50,7 @@ def test_aeon_estimator_checks(check):
 @pytest.mark.parametrize("backbone", BACKBONES)
 def test_encoder_output_on_valid_steps_ignores_padding(backbone):
     torch.manual_seed(0)
-    enc = build_encoder(backbone, 3, 20, 8, 2, 2, 3, None, 0.0, None).eval()
+    enc = baseline_encoder(backbone, 3, 20, 8, 2, 2, 3, None, 0.0, None).eval()
     x = torch.randn(2, 20, 3)
     valid = torch.ones(2, 20, dtype=torch.bool)
     valid[1, 12:] = False
@@ -98,14 +98,36 @@ def test_bad_parameters_are_named_at_fit(params, match):
         BackboneClassifier(**{**TINY, **params}).fit(X, y)
 
 
+@pytest.mark.parametrize("backbone", ["resnet", "transformer", "lstm"])
+def test_numpy_integer_sizes_pass_the_check_and_build_the_network(backbone):
+    """scikit-learn's checks accept numpy integers (a grid of np.arange values): the network must take them too."""
+    X, y = _data(n=16, t=8)
+    sizes = {"n_blocks": np.int64(1), "d_model": np.int64(8), "n_heads": np.int64(2)}
+    clf = BackboneClassifier(**{**TINY, **sizes, "max_epochs": 1, "backbone": backbone}).fit(X, y)
+    assert clf.predict(X).shape == (16,)
+
+
+def test_a_bool_is_refused_as_a_size():
+    """True is an int to Python, never a size: refused by the estimator and by the encoders themselves."""
+    from tsrep.backbones import ResNetEncoder, TSTEncoder
+
+    X, y = _data()
+    with pytest.raises(ValueError, match="n_blocks"):
+        BackboneClassifier(**{**TINY, "n_blocks": True}).fit(X, y)
+    with pytest.raises(ValueError, match="n_blocks must be a positive integer, got True"):
+        ResNetEncoder(3, 16, d_model=8, n_blocks=True)
+    with pytest.raises(ValueError, match="n_layers must be a positive integer, got True"):
+        TSTEncoder(3, 16, d_model=8, n_layers=True, n_heads=2)
+
+
 # ----------------------------------------------------------------------------- memory, refused before any weight
 @pytest.fixture
 def built_for_real(monkeypatch):
     """Networks are counted on the meta device; a real build (a fit that passed the memory check, or one
     with no check) is recorded and stopped there, so that nothing large is ever allocated."""
-    import tsrep.estimators.backbone as backbone_module
+    import tsrep.estimators.baselines as backbone_module
 
-    reached, build = [], backbone_module.build_encoder
+    reached, build = [], backbone_module.baseline_encoder
 
     def build_on_meta_only(*args):
         if torch.empty(()).device.type != "meta":
@@ -113,7 +135,7 @@ def built_for_real(monkeypatch):
             raise ZeroDivisionError("a real network would be built here")
         return build(*args)
 
-    monkeypatch.setattr(backbone_module, "build_encoder", build_on_meta_only)
+    monkeypatch.setattr(backbone_module, "baseline_encoder", build_on_meta_only)
     monkeypatch.setattr(_memory, "available_memory", lambda device: 8 * 2**30)  # whatever this machine has
     return reached
 

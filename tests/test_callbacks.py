@@ -13,7 +13,7 @@ from aeon.datasets import load_basic_motions
 from sklearn.base import clone
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor, TSRepEncoder
-from tsrep.estimators.backbone import BackboneClassifier
+from tsrep.estimators.baselines import BackboneClassifier
 from tsrep.training import callbacks as callbacks_module
 from tsrep.training import fit_classifier
 from tsrep.training.callbacks import CSV_COLUMNS, Callback, CSVLogger, MLflowLogger, TensorBoardLogger

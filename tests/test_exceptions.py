@@ -20,7 +20,7 @@ RAISED_FROM = [
     ("tsrep.benchmarks.store", "StoreError"),
     ("tsrep.benchmarks.run", "SchedulerError"),
     ("tsrep.estimators._memory", "InsufficientMemoryError"),
-    ("tsrep.estimators._common", "MissingChannelWarning"),
+    ("tsrep.estimators._checks", "MissingChannelWarning"),
     ("tsrep._serialization", "ModelFileError"),
 ]
 

@@ -126,13 +126,13 @@ def test_a_non_finite_loss_stops_the_fit_at_the_end_of_its_epoch_naming_it(monke
     them is a FloatingPointError naming the epoch, and the epoch's mean loss is the mean of the batch losses."""
     import numpy as np
 
-    import tsrep.estimators.classifier as classifier
+    import tsrep.estimators._tasks as tasks
     from tsrep import EADCTransformerClassifier
 
     X, y = np.random.default_rng(0).normal(size=(16, 2, 12)), np.arange(16) % 2
     tiny = dict(d_model=8, n_blocks=1, n_heads=2, max_epochs=3, min_steps=0, batch_size=4, device="cpu", random_state=0)
     seen = []
-    loss_of = classifier.classification_loss
+    loss_of = tasks.classification_loss
 
     def recording_loss(smoothing):
         loss = loss_of(smoothing)
@@ -145,7 +145,7 @@ def test_a_non_finite_loss_stops_the_fit_at_the_end_of_its_epoch_naming_it(monke
 
         return record
 
-    monkeypatch.setattr(classifier, "classification_loss", recording_loss)
+    monkeypatch.setattr(tasks, "classification_loss", recording_loss)
     clf = EADCTransformerClassifier(**tiny, mixup=0.0).fit(X, y)
     assert len(seen) == 12
     assert clf.history_.train_loss == pytest.approx([np.mean(seen[i : i + 4]) for i in (0, 4, 8)], rel=1e-12)
@@ -161,6 +161,6 @@ def test_a_non_finite_loss_stops_the_fit_at_the_end_of_its_epoch_naming_it(monke
 
         return spoiled
 
-    monkeypatch.setattr(classifier, "classification_loss", nan_from_the_sixth_batch)
+    monkeypatch.setattr(tasks, "classification_loss", nan_from_the_sixth_batch)
     with pytest.raises(FloatingPointError, match=r"training loss at epoch 1 became nan; try a smaller lr \(now 0\.001\)"):
         EADCTransformerClassifier(**tiny, mixup=0.0).fit(X, y)

@@ -396,12 +396,12 @@ def test_compile_option_compiles_the_encoder_in_place():
     clf = EADCTransformerClassifier(compile=True, **SMALL)
     clf._validate_params()
     clf.n_channels_, clf.max_len_ = 2, 30
-    clf.patch_len_ = clf.patch_stride_ = None
+    clf.patch_len_ = clf.patch_stride_ = clf.conv_stem_ = clf.encoder_config_ = None
     model = clf._build_model(2)
     assert model.encoder._compiled_call_impl is not None
     plain = EADCTransformerClassifier(**SMALL)
     plain.n_channels_, plain.max_len_ = 2, 30
-    plain.patch_len_ = plain.patch_stride_ = None
+    plain.patch_len_ = plain.patch_stride_ = plain.conv_stem_ = plain.encoder_config_ = None
     assert set(model.state_dict()) == set(plain._build_model(2).state_dict())  # pickles and checkpoints as before
 
 
@@ -471,7 +471,7 @@ def test_cost_options_are_constructor_arguments_of_the_encoder():
     # The estimator builds its encoder with them: nothing sets them on the module afterwards.
     est = EADCTransformerClassifier(**SMALL, checkpointing=True, mixed_precision="bf16")
     est.n_channels_, est.max_len_ = 2, 30
-    est.patch_len_ = est.patch_stride_ = None
+    est.patch_len_ = est.patch_stride_ = est.conv_stem_ = est.encoder_config_ = None
     encoder = est._build_model(2).encoder
     assert encoder.checkpointing is True and encoder.autocast_dtype is torch.bfloat16
     with pytest.raises(ValueError, match="autocast_dtype must be None or a floating torch.dtype, got 'bf16'"):

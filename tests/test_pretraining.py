@@ -1,6 +1,5 @@
 """Masked-reconstruction pretraining, TSRepEncoder and encoder checkpoints."""
 
-import json
 import os
 import pickle
 
@@ -13,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor, TSRepEncoder
-from tsrep.representation import ENCODER_FORMAT, load_encoder
+from tsrep.representation import load_encoder
 
 SMALL = dict(d_model=32, n_blocks=2, n_heads=4, p=0.25, batch_size=16, device="cpu", random_state=0)
 
@@ -82,30 +81,20 @@ class _Payload:
 
 
 def test_loaded_checkpoint_cannot_execute_code(fitted_encoder, tmp_path):
-    # A checkpoint of the earlier torch.save format (still read, with weights_only=True) ...
-    good = {
-        "format": ENCODER_FORMAT, "config_json": json.dumps(fitted_encoder.config_),
-        "encoder": fitted_encoder.encoder_.state_dict(),
-        "standardizer_mean": torch.as_tensor(fitted_encoder.standardizer_.mean_),
-        "standardizer_std": torch.as_tensor(fitted_encoder.standardizer_.std_),
-    }
-    torch.save(good, tmp_path / "legacy.pt")
-    assert np.array_equal(TSRepEncoder.load(tmp_path / "legacy.pt").transform(np.zeros((2, 6, 20))),
-                          fitted_encoder.transform(np.zeros((2, 6, 20))))
-    # ... with a payload in it
+    # A torch.save pickle that carries a payload, where an encoder checkpoint is expected.
     marker = tmp_path / "pwned"
-    evil = dict(good, config_json=_Payload(marker))
+    evil = {"config": _Payload(marker), "encoder": fitted_encoder.encoder_.state_dict()}
     path = tmp_path / "evil.pt"
     torch.save(evil, path)
     # The payload is live: an unsafe load would run it.
     torch.load(path, weights_only=False)
     assert marker.exists()
     marker.unlink()
-    with pytest.raises(ValueError, match="could not be loaded safely"):
+    with pytest.raises(ValueError, match="not a readable tsrep model file"):
         load_encoder(path)
-    with pytest.raises(ValueError, match="could not be loaded safely"):
+    with pytest.raises(ValueError, match="not a readable tsrep model file"):
         TSRepEncoder.load(path)
-    with pytest.raises(ValueError, match="could not be loaded safely"):
+    with pytest.raises(ValueError, match="not a readable tsrep model file"):
         EADCTransformerClassifier(pretrained_encoder=path, max_epochs=1, min_steps=0).fit(
             np.random.default_rng(0).normal(size=(6, 6, 20)), np.array([0, 1] * 3))
     assert not marker.exists()
@@ -115,10 +104,8 @@ def test_missing_corrupt_and_mismatched_checkpoints_are_clear_errors(fitted_enco
     with pytest.raises(FileNotFoundError, match="does not exist"):
         TSRepEncoder.load(tmp_path / "nope.pt")
     corrupt = tmp_path / "corrupt.pt"
-    # Fixed noise: os.urandom's 9th byte is "{" one time in 256, and the file then reads as a damaged
-    # safetensors file (another clear error, not the one asserted here).
     corrupt.write_bytes(np.random.default_rng(0).bytes(256))
-    with pytest.raises(ValueError, match="could not be loaded safely"):
+    with pytest.raises(ValueError, match="not a readable tsrep model file"):
         load_encoder(corrupt)
     truncated = tmp_path / "truncated.pt"
     truncated.write_bytes(fitted_encoder.save(tmp_path / "full.pt").read_bytes()[:500])
@@ -126,8 +113,13 @@ def test_missing_corrupt_and_mismatched_checkpoints_are_clear_errors(fitted_enco
         load_encoder(truncated)
     other = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(2)}, other)
-    with pytest.raises(ValueError, match="not a tsrep encoder checkpoint"):
+    with pytest.raises(ValueError, match="not a readable tsrep model file"):
         load_encoder(other)
+    classifier = tmp_path / "classifier.safetensors"
+    EADCTransformerClassifier(d_model=8, n_heads=2, n_blocks=1, max_epochs=1, min_steps=0).fit(
+        np.random.default_rng(0).normal(size=(6, 2, 20)), np.array([0, 1] * 3)).save(classifier)
+    with pytest.raises(ValueError, match="not a tsrep encoder checkpoint"):
+        load_encoder(classifier)
     # BasicMotions has 6 channels; JapaneseVowels 12.
     X, y = load_japanese_vowels(split="train")
     with pytest.raises(ValueError, match="pretrained on 6 channel"):

@@ -9,16 +9,14 @@ import torch
 import torch.nn.functional as F
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
-from tsrep.estimators._recipe import (
+from tsrep.estimators._tasks import (
     AUTO_MIN_STEPS,
     AUTO_MIN_VALIDATION_CASES,
     AUTO_STEPS_PER_CLASS,
-    case_weights,
-    class_weights,
-    classification_loss,
     resolve_min_steps,
     resolve_validation_fraction,
 )
+from tsrep.training.losses import case_weights, class_weights, classification_loss
 from tsrep.models import get_model
 from tsrep.nn.patching import auto_patch, resolve_max_tokens
 from tsrep.training.callbacks import Callback
@@ -37,8 +35,8 @@ def _toy(n=20, t=24, seed=0):
 
 def test_auto_validation_takes_no_split_on_a_small_training_set():
     assert resolve_validation_fraction("auto", 20) == 0.0
-    assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES - 5) == 0.0
-    assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES) == pytest.approx(0.2)
+    assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES["classification"] - 5) == 0.0
+    assert resolve_validation_fraction("auto", 5 * AUTO_MIN_VALIDATION_CASES["classification"]) == pytest.approx(0.2)
     assert resolve_validation_fraction(0.3, 20) == pytest.approx(0.3)
     # A regressor's score is continuous: it holds out a fifth from 10 validation cases (TRAIN >= 46) on.
     assert resolve_validation_fraction("auto", 20, "regression") == 0.0

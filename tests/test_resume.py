@@ -17,7 +17,7 @@ from aeon.datasets import load_basic_motions
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
-from tsrep.estimators.backbone import BackboneRegressor
+from tsrep.estimators.baselines import BackboneRegressor
 from tsrep.training.callbacks import Callback, CSVLogger, TensorBoardLogger
 from tsrep.training.resume import STATE_FILE
 

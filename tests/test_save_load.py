@@ -20,7 +20,7 @@ from sklearn.exceptions import NotFittedError
 import tsrep
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor, TSRepEncoder
 from tsrep._serialization import FORMAT_VERSION, ModelFileError
-from tsrep.estimators.backbone import BackboneClassifier
+from tsrep.estimators.baselines import BackboneClassifier
 from tsrep.training.callbacks import CSVLogger
 
 TINY = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, batch_size=8, min_steps=0, random_state=0, max_epochs=2)

@@ -26,7 +26,7 @@ from tsrep._io import atomic_torch_save, atomic_write
 from tsrep.estimators import BackboneClassifier
 from tsrep.representation import load_encoder
 from tsrep.training.distributed import TIMEOUT_VARIABLE, distributed_timeout
-from tsrep.training.pretrain import save_atomically
+from tsrep.training.resume import save_atomically
 from tsrep.tuning import ConfigError, StudyMismatchError, load_config, save_config, tune
 from tsrep.tuning.cli import main as cli_main
 from tsrep.tuning.config import resolve_model
@@ -77,22 +77,17 @@ def test_best_yaml_round_trips_with_registry_names(tmp_path):
     assert yaml.safe_load(path.read_text())["model"] == "EADCTransformerClassifier"
     loaded = load_config(path)
     assert type(loaded) is EADCTransformerClassifier and loaded.get_params() == est.get_params()
-    # TSRepEncoder was written as "tsrep.representation:TSRepEncoder"; now by its name.
     encoder = TSRepEncoder(**TINY_ENCODER)
     path = save_config(encoder, tmp_path / "encoder.yaml")
     assert yaml.safe_load(path.read_text())["model"] == "TSRepEncoder"
     assert load_config(path).get_params() == encoder.get_params()
 
 
-def test_older_module_class_spellings_of_allowed_classes_still_load(tmp_path):
-    for spelling, cls in [
-        ("tsrep.representation:TSRepEncoder", TSRepEncoder),
-        ("tsrep.estimators:EADCTransformerRegressor", EADCTransformerRegressor),
-        ("tsrep.estimators.backbone:BackboneClassifier", BackboneClassifier),
-    ]:
-        config = _write_yaml(tmp_path / "old.yaml", {"model": spelling, "params": {"d_model": 16}})
-        loaded = load_config(config)
-        assert type(loaded) is cls and loaded.d_model == 16
+def test_module_class_spellings_are_refused_even_for_allowed_classes(tmp_path):
+    for spelling in ("tsrep.representation:TSRepEncoder", "tsrep.estimators:EADCTransformerRegressor"):
+        config = _write_yaml(tmp_path / "spelled.yaml", {"model": spelling, "params": {"d_model": 16}})
+        with pytest.raises(ConfigError, match="is not a tsrep estimator"):
+            load_config(config)
 
 
 def test_config_with_a_tsrep_models_name_needs_a_task(tmp_path):
@@ -285,11 +280,11 @@ def test_checkpoint_holding_more_epochs_than_asked_is_an_error(tmp_path):
     assert state.read_bytes() == before
 
 
-def test_checkpoint_of_the_older_format_is_refused(tmp_path):
+def test_checkpoint_of_another_format_is_refused(tmp_path):
     directory, state = _state_file(tmp_path)
     directory.mkdir()
     torch.save({"format": "tsrep-pretrain-state/1", "fingerprint": "{}", "epoch": 1}, state)
-    with pytest.raises(ValueError, match="older tsrep that did not record its training data"):
+    with pytest.raises(ValueError, match=r"not a tsrep pretraining state .*it holds format 'tsrep-pretrain-state/1'"):
         _fit_with_checkpoint(_tiny_data(0), directory)
     torch.save({"format": "tsrep-pretrain-state/2", "epoch": 1}, state)
     with pytest.raises(ValueError, match="is incomplete or corrupt"):

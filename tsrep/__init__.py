@@ -14,15 +14,8 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "EATextClassifier": "tsrep.estimators",
     "EAViTClassifier": "tsrep.estimators",
     "TSRepEncoder": "tsrep.representation",
+    "load": "tsrep.estimators._saving",
 })
-
-
-def load(path, **params):
-    """The fitted tsrep estimator or encoder in the model file `path` (written by its ``save``);
-    `params` override saved parameters (e.g. device="cpu"). No pickle: nothing in the file runs."""
-    from tsrep.estimators._saving import load_estimator
-
-    return load_estimator(path, **params)
 
 
 __all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor", "EATextClassifier", "EAViTClassifier",

@@ -275,6 +275,7 @@ def list_datasets() -> None:
 
 
 def main(argv=None) -> int:
+    """``python -m tsrep`` with the arguments `argv` (None: the command line's); returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
 
@@ -286,36 +287,39 @@ def main(argv=None) -> int:
         return 0
     defaults = estimator_defaults()
     if args.list_params:
-        flags = {param: flag for flag, param, _, _ in MODEL_FLAGS} | {"random_state": "--seed"}
-        for name, default in defaults.items():
-            print(f"{name:22s} default {default!r:12s} {flags.get(name, '--param ' + name + '=...')}")
+        _list_params(defaults)
         return 0
     if args.dataset is None:  # the benchmark: tables of score / #params, pictures, a resumable results store
-        model_set = [flag for flag, param, _, _ in MODEL_FLAGS if getattr(args, param) is not None]
-        model_set += ["--seed"] * (args.seed is not None) + ["--param"] * bool(args.param)
-        if model_set:
-            usage_error(f"{', '.join(model_set)} set the model of a --dataset run; the benchmark takes its models "
-                        f"and their settings from --config (see tsrep-benchmark --help)")
-        from tsrep.benchmarks.cli import main as benchmark
+        return _run_benchmark_cli(args, usage_error)
+    return _train_and_score(args, defaults, usage_error)
 
-        rest = ["--config", args.config, "--device", args.device or "auto"]
-        if args.jobs is not None or not _config_has_scheduler(args.config):
-            rest += ["--jobs", str(args.jobs or min(4, os.cpu_count() or 1))]
-        return benchmark(rest + (["--out", args.out] if args.out else []) + (["--quiet"] if args.quiet else []))
 
-    import numpy as np
+def _list_params(defaults: dict) -> None:
+    """--list-params: every estimator parameter, its default and the flag that sets it (stdout)."""
+    flags = {param: flag for flag, param, _, _ in MODEL_FLAGS} | {"random_state": "--seed"}
+    for name, default in defaults.items():
+        print(f"{name:22s} default {default!r:12s} {flags.get(name, '--param ' + name + '=...')}")
 
-    from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 
-    try:  # every setting is checked before any data is loaded
-        dataset, task = resolve_dataset(args.dataset)
-        cls = EADCTransformerClassifier if task == "classification" else EADCTransformerRegressor
-        params, set_by_user = model_params(args, defaults)
-        check_heads(params, defaults, set_by_user)
-        model = cls(**params)
-        model._validate_params()
-    except (ValueError, TypeError) as err:
-        usage_error(str(err) if str(err).startswith("--dataset") else f"invalid model settings: {err}")
+def _run_benchmark_cli(args, usage_error) -> int:
+    """Without --dataset: tsrep-benchmark with --config, --device, --jobs, --out and --quiet; a model flag is a
+    usage error (the config sets the models)."""
+    model_set = [flag for flag, param, _, _ in MODEL_FLAGS if getattr(args, param) is not None]
+    model_set += ["--seed"] * (args.seed is not None) + ["--param"] * bool(args.param)
+    if model_set:
+        usage_error(f"{', '.join(model_set)} set the model of a --dataset run; the benchmark takes its models "
+                    f"and their settings from --config (see tsrep-benchmark --help)")
+    from tsrep.benchmarks.cli import main as benchmark
+
+    rest = ["--config", args.config, "--device", args.device or "auto"]
+    if args.jobs is not None or not _config_has_scheduler(args.config):
+        rest += ["--jobs", str(args.jobs or min(4, os.cpu_count() or 1))]
+    return benchmark(rest + (["--out", args.out] if args.out else []) + (["--quiet"] if args.quiet else []))
+
+
+def _train_and_score(args, defaults: dict, usage_error) -> int:
+    """With --dataset: check the settings, load TRAIN and TEST, fit on TRAIN, print the score on TEST."""
+    dataset, task, model = _checked_model(args, defaults, usage_error)
     try:
         X_train, y_train = load(dataset, "train", args.download)
         X_test, y_test = load(dataset, "test", args.download)
@@ -328,18 +332,39 @@ def main(argv=None) -> int:
         usage_error(f"invalid model settings for {dataset}: {err}")
     pred = model.predict(X_test)
     seconds = time.perf_counter() - start
-    if task == "classification":
-        score = f"accuracy {np.mean(pred == y_test):.4f}"
-    else:
-        y_test = np.asarray(y_test, dtype=float)
-        score = f"RMSE {np.sqrt(np.mean((pred - y_test) ** 2)):.4f} (std of test targets {np.std(y_test):.4f})"
     members = model.estimators_ or [model]  # a seed ensemble (n_estimators > 1): its members' epochs
     epochs = ", ".join(f"{m.n_epochs_} (kept {m.best_epoch_ + 1})" for m in members)
     print(
-        f"{dataset}: EA-DC-Transformer {score} | {model.n_parameters_:,} parameters{stem_share(members)} | "
-        f"epochs {epochs} | fit+predict {seconds:.1f} s"
+        f"{dataset}: EA-DC-Transformer {_score_line(task, pred, y_test)} | {model.n_parameters_:,} parameters"
+        f"{stem_share(members)} | epochs {epochs} | fit+predict {seconds:.1f} s"
     )
     return 0
+
+
+def _checked_model(args, defaults: dict, usage_error) -> tuple:
+    """(dataset, task, unfitted estimator) of a --dataset run, every setting checked before any data is loaded."""
+    from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
+
+    try:
+        dataset, task = resolve_dataset(args.dataset)
+        cls = EADCTransformerClassifier if task == "classification" else EADCTransformerRegressor
+        params, set_by_user = model_params(args, defaults)
+        check_heads(params, defaults, set_by_user)
+        model = cls(**params)
+        model._validate_params()
+    except (ValueError, TypeError) as err:
+        usage_error(str(err) if str(err).startswith("--dataset") else f"invalid model settings: {err}")
+    return dataset, task, model
+
+
+def _score_line(task: str, pred, y_test) -> str:
+    """The printed test score: accuracy, or the RMSE beside the spread of the test targets."""
+    import numpy as np
+
+    if task == "classification":
+        return f"accuracy {np.mean(pred == y_test):.4f}"
+    y_test = np.asarray(y_test, dtype=float)
+    return f"RMSE {np.sqrt(np.mean((pred - y_test) ** 2)):.4f} (std of test targets {np.std(y_test):.4f})"
 
 
 def stem_share(members: list) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tsrep import __version__
 from tsrep._io import atomic_write
 from tsrep.exceptions import ModelFileError
 
@@ -140,9 +141,7 @@ def _hashable(key):
 
 # ----------------------------------------------------------------------------- the file
 def _versions() -> dict:
-    import tsrep
-
-    return {"tsrep": tsrep.__version__, "torch": torch.__version__, "numpy": np.__version__,
+    return {"tsrep": __version__, "torch": torch.__version__, "numpy": np.__version__,
             "python": platform.python_version(), "safetensors": _safetensors().__version__}
 
 
@@ -213,10 +212,11 @@ def read_model_file(path) -> tuple[dict, dict[str, torch.Tensor]]:
             f"{str(path)!r} is a safetensors file but not a tsrep model (no format {FORMAT!r} in its metadata)"
         )
     version = metadata.get("format_version", "")
-    if not version.isdigit() or int(version) > FORMAT_VERSION:
+    if version != str(FORMAT_VERSION):
+        newer = version.isdigit() and int(version) > FORMAT_VERSION
         raise ModelFileError(
             f"{str(path)!r} was written in tsrep model format version {version!r}; this tsrep reads version "
-            f"{FORMAT_VERSION} and older: upgrade tsrep to load it"
+            f"{FORMAT_VERSION} only" + (": upgrade tsrep to load it" if newer else "")
         )
     try:
         document = json.loads(metadata["tsrep"])

@@ -7,15 +7,12 @@ JSON of the encoder architecture (``config_``: DCTransformerEncoder keyword argu
 ``in_channels`` and ``max_len``, and the preprocessing, ``scaling`` and ``pooling``), the
 TSRepEncoder's parameters and its loss history. Nothing in it is pickled, so nothing in it can run.
 
-Checkpoints of the earlier format (one ``torch.save`` file of tensors, numbers and strings, format
-"tsrep-encoder/1") are still read, with ``torch.load(weights_only=True)``: a file carrying pickled
-code is refused with a ValueError, never run. Classifiers and regressors start from either kind with
-``pretrained_encoder=path`` (only their output head is new).
+Classifiers and regressors start from one with ``pretrained_encoder=path`` (only their output head is
+new); a file of any other kind (a pickle among them) is refused with a ValueError, never unpickled.
 """
 
 from __future__ import annotations
 
-import json
 import warnings
 import numbers
 from pathlib import Path
@@ -26,49 +23,48 @@ from aeon.transformations.collection import BaseCollectionTransformer
 
 from tsrep.backbones import DCTransformerConfig, DCTransformerEncoder
 from tsrep.data import ChannelStandardizer, as_case_list
-from tsrep.estimators._common import check_not_empty, cpu_state_dict, prepare_series, resolve_device, seed_from
-from tsrep.estimators._common import check_finite_outputs, check_optimizer, check_values
+from tsrep.estimators._checks import check_not_empty, prepare_series, resolve_device, seed_from
+from tsrep.estimators._checks import check_finite_outputs, check_optimizer, check_values
 from tsrep.estimators._memory import check_training_memory
-from tsrep.estimators._parameters import ENCODER, LONG_RUNS, PREPROCESSING, PRETRAINING, TRAINING
-from tsrep.estimators._parameters import check_declared, keyword_parameters
+from tsrep.estimators._parameters import ENCODER, LONG_RUNS, PREPROCESSING, TRAINING
+from tsrep.estimators._parameters import check_declared, fields_table, keyword_parameters
+from tsrep.estimators._saving import params_to_json
 from tsrep.nn.pooling import SequencePooling
 from tsrep.training import predict_outputs
 from tsrep.training.callbacks import check_callbacks
 from tsrep.training.distributed import broadcast_object, setup_data_parallel
+from tsrep.training.loop import cpu_state_dict
 from tsrep.training.masking import ReconstructionModel, validate_masking
-from tsrep.training.pretrain import PretrainConfig, load_safely, pretrain_masked
+from tsrep.training.pretrain import PretrainConfig, pretrain_masked
 from tsrep.training.resume import PRETRAIN_STATE_FILE, check_writable_directory
 from tsrep._serialization import check_regular_file, check_standardization, from_json, prefixed, read_model_file
 from tsrep._serialization import to_json, write_model_file
 
-ENCODER_FORMAT = "tsrep-encoder/1"
+#: Configuration keys an encoder checkpoint must hold: the shape of its input and every field of the network
+#: but DEACON head mixing's, which checkpoints written before it lack (they take the defaults: no head mixing).
+REQUIRED_KEYS = ("in_channels", "max_len", *(
+    name for name in DCTransformerConfig.names() if name != "head_mixing" and not name.startswith("deacon_")
+))
 
 
-#: Configuration keys an encoder checkpoint must hold (the others have defaults: no DEACON head mixing).
-REQUIRED_KEYS = (
-    "in_channels", "max_len", "d_model", "n_blocks", "n_heads", "p", "alpha", "beta", "attn_kernel_size",
-    "kernel_size", "dim_feedforward", "dropout", "norm", "attention",
-)
-
-
-def build_encoder(config: dict, **cost_options) -> DCTransformerEncoder:
+def encoder_from_config(config: dict, **cost_options) -> DCTransformerEncoder:
     """The encoder of a checkpoint's configuration; cost_options: checkpointing, autocast_dtype (not stored)."""
     return DCTransformerEncoder(
         config["in_channels"], config["max_len"], DCTransformerConfig.from_params(config), **cost_options
     )
 
 
-#: TSRepEncoder's parameters besides the network's (ENCODER) and the preprocessing: masked pretraining
-#: with the estimators' constraints, its own defaults (50 epochs of RAdam, the paper's optimiser).
+#: TSRepEncoder's parameters besides the network's (ENCODER) and the preprocessing: the settings of masked
+#: pretraining (PretrainConfig's fields) with its own defaults, 50 epochs of RAdam (the paper's optimiser),
+#: then where its state is kept and where it runs.
 PRETRAINING_RUN = {
-    "pretrain_epochs": (50, PRETRAINING["pretrain_epochs"][1]),
-    **{name: PRETRAINING[name] for name in ("mask_ratio", "mask_mean_length", "masking")},
-    **{name: TRAINING[name] for name in ("lr", "batch_size")},
-    "optimizer": ("radam", TRAINING["optimizer"][1]),
-    **{name: TRAINING[name] for name in ("optimizer_kwargs", "grad_clip")},
-    "checkpoint_dir": LONG_RUNS["checkpoint_dir"],
-    "callbacks": LONG_RUNS["callbacks"],
-    **{name: TRAINING[name] for name in ("device", "random_state", "verbose")},
+    **fields_table(
+        PretrainConfig, "pretrain_epochs", "mask_ratio", "mask_mean_length", "masking", "lr", "batch_size",
+        "optimizer", "optimizer_kwargs", "grad_clip", pretrain_epochs=50, optimizer="radam",
+    ),
+    **{name: LONG_RUNS[name] for name in ("checkpoint_dir", "callbacks")},
+    **{name: TRAINING[name] for name in ("device", "random_state")},
+    **fields_table(PretrainConfig, "verbose"),
 }
 
 
@@ -101,47 +97,28 @@ def save_encoder(path, config: dict, encoder: torch.nn.Module, standardizer: Cha
     return write_model_file(path, document, tensors)
 
 
-def _is_model_file(path: Path) -> bool:
-    """A safetensors file (8-byte little-endian header length, then a JSON header) rather than a torch one."""
-    with open(path, "rb") as f:
-        head = f.read(9)
-    return len(head) == 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") > 0
-
-
 def _read_encoder(path: Path):
-    """(config, weights, mean, std, document) of either checkpoint format."""
-    if _is_model_file(path):
-        document, tensors = read_model_file(path)
-        if document.get("estimator") != "TSRepEncoder":
-            raise ValueError(
-                f"{str(path)!r} holds a {document.get('estimator')!r}, not a tsrep encoder checkpoint "
-                "(TSRepEncoder.save writes those)"
-            )
-        try:
-            config = from_json(document["fitted"]["config_"], "config_")
-            mean = tensors["standardizer.mean"].numpy()
-            std = tensors["standardizer.std"].numpy()
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"encoder checkpoint {str(path)!r} is incomplete or corrupt: {exc!r}") from exc
-        return config, prefixed(tensors, "encoder."), mean, std, document
-    state = load_safely(path)
-    if not isinstance(state, dict) or state.get("format") != ENCODER_FORMAT:
-        raise ValueError(f"{str(path)!r} is not a tsrep encoder checkpoint (format {ENCODER_FORMAT!r} expected)")
+    """(config, weights, mean, std, document) of an encoder checkpoint."""
+    document, tensors = read_model_file(path)
+    if document.get("estimator") != "TSRepEncoder":
+        raise ValueError(
+            f"{str(path)!r} holds a {document.get('estimator')!r}, not a tsrep encoder checkpoint "
+            "(TSRepEncoder.save writes those)"
+        )
     try:
-        config = json.loads(state["config_json"])
-        mean = state["standardizer_mean"].numpy()
-        std = state["standardizer_std"].numpy()
-        weights = state["encoder"]
-    except (KeyError, TypeError, json.JSONDecodeError, AttributeError) as exc:
+        config = from_json(document["fitted"]["config_"], "config_")
+        mean = tensors["standardizer.mean"].numpy()
+        std = tensors["standardizer.std"].numpy()
+    except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"encoder checkpoint {str(path)!r} is incomplete or corrupt: {exc!r}") from exc
-    return config, weights, mean, std, {}
+    return config, prefixed(tensors, "encoder."), mean, std, document
 
 
 def load_encoder(path, n_channels: int | None = None, with_document: bool = False):
     """Read an encoder checkpoint safely -> (config dict, encoder module with its weights, standardizer).
 
     n_channels: the channel count of the data it will see; a mismatch is a ValueError.
-    with_document: also return the JSON document of the file ({} for the earlier format).
+    with_document: also return the JSON document of the file.
     """
     path = check_regular_file(path, "checkpoint", "a tsrep encoder checkpoint (a file written by save)")
     config, weights, mean, std, document = _read_encoder(path)
@@ -157,7 +134,7 @@ def load_encoder(path, n_channels: int | None = None, with_document: bool = Fals
     standardizer.mean_, standardizer.std_ = mean, std
     try:
         with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the user's RNG alone
-            encoder = build_encoder(config)
+            encoder = encoder_from_config(config)
         encoder.load_state_dict(weights)
     except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(f"encoder checkpoint {str(path)!r} does not match its configuration: {exc}") from exc
@@ -220,11 +197,11 @@ class TSRepEncoder(BaseCollectionTransformer):
         Width of the position-wise feed-forward network; None means 4 * d_model.
     dropout : float in [0, 1), default=0.1
         Dropout after the input projection and inside every layer.
+    norm : {"batch", "layer"}, default="batch"
+        Padding-aware BatchNorm (statistics skip padded steps) or LayerNorm.
     pooling : {"mean", "max", "flatten"}, default="mean"
         How ``transform`` turns the (n_timepoints, d_model) output of a series into one vector:
         mean or max over its valid steps, or the flattened sequence (fixed maximum length).
-    norm : {"batch", "layer"}, default="batch"
-        Padding-aware BatchNorm (statistics skip padded steps) or LayerNorm.
     scaling : {"standard", "symlog"}, default="standard"
         Per-channel standardisation fitted in ``fit``; "symlog" first maps x to
         sign(x) * log(1 + abs(x)).
@@ -364,7 +341,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         fork_devices = [device.index or 0] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=fork_devices):
             torch.manual_seed(seed)
-            encoder = build_encoder(self.config_)
+            encoder = encoder_from_config(self.config_)
             model = ReconstructionModel(encoder, self.config_["in_channels"]).to(device)
             generator = torch.Generator().manual_seed(seed)
             self.loss_history_ = pretrain_masked(
@@ -394,8 +371,6 @@ class TSRepEncoder(BaseCollectionTransformer):
         standardisation with JSON of the configuration, parameters and loss history in its metadata
         (no pickle), written atomically. ``callbacks`` are not saved. Returns the path."""
         self._check_is_fitted()
-        from tsrep.estimators._saving import params_to_json
-
         document = {
             "params": params_to_json(self.get_params(deep=False), "TSRepEncoder"),
             "fitted": {"loss_history_": to_json(list(self.loss_history_), "loss_history_"),
@@ -442,7 +417,7 @@ class TSRepEncoder(BaseCollectionTransformer):
         super().__setstate__(state)
         if weights is not None:
             with torch.random.fork_rng(devices=[]):
-                encoder = build_encoder(self.config_)
+                encoder = encoder_from_config(self.config_)
             encoder.load_state_dict(weights)
             self.encoder_ = encoder.eval()
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from tsrep.estimators import EADCTransformerClassifier as _AeonClassifier
 from tsrep.estimators import EADCTransformerRegressor as _AeonRegressor
-from tsrep.estimators._parameters import stored_parameters_init
+from tsrep.estimators._parameters import fill_doc, stored_parameters_init
 
 __all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor"]
 
@@ -95,28 +95,19 @@ class _AeonAdapter:
 
 
 class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
-    """sktime adapter of tsrep.EADCTransformerClassifier: EA-DC-Transformer time series classifier.
+    __doc__ = fill_doc("""sktime adapter of tsrep.EADCTransformerClassifier: EA-DC-Transformer time series classifier.
 
-    Fits a tsrep.EADCTransformerClassifier with the same parameters as ``estimator_``. Takes any
-    sktime Panel mtype: multivariate, unequal length (padding masks) and missing values (interpolated).
-    Parameters are stored untouched in __init__ and validated in fit (scikit-learn contract).
+    Fits a tsrep.EADCTransformerClassifier with the same parameters as ``estimator_``: those of
+    :class:`tsrep.EADCTransformerClassifier`, with the same names, defaults and meaning (this class's
+    ``__init__`` is generated from that class's signature). Takes any sktime Panel mtype: multivariate,
+    unequal length (padding masks) and missing values (interpolated). Parameters are stored untouched in
+    __init__ and validated in fit (scikit-learn contract).
 
-    Parameters
-    ----------
-    The parameters of :class:`tsrep.EADCTransformerClassifier`, with the same names, defaults and meaning (this
-    class's ``__init__`` is generated from that class's signature), documented there.
+    {parameters}
 
     Attributes
     ----------
-    classes_ : ndarray of shape (n_classes,)
-        The class labels.
-    n_classes_ : int
-        The number of classes.
-    n_parameters_ : int
-        Trainable parameters of the network.
-    estimator_ : tsrep.EADCTransformerClassifier
-        The fitted aeon estimator (its ``module_``, ``history_`` and ``best_epoch_`` hold the network
-        and the training history).
+    {attributes: classes_ n_classes_ n_parameters_ estimator_}
 
     See Also
     --------
@@ -133,7 +124,7 @@ class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
     >>> clf = clf.fit(X_train, y_train)
     >>> y_pred = clf.predict(X_test)
     >>> y_proba = clf.predict_proba(X_test)  # columns in the order of clf.classes_
-    """
+    """, _AeonClassifier)
 
     _aeon_class = _AeonClassifier
     _tags = {**_SKTIME_TAGS, "capability:predict_proba": True}
@@ -143,24 +134,18 @@ class EADCTransformerClassifier(_AeonAdapter, _SktimeBaseClassifier):
 
 
 class EADCTransformerRegressor(_AeonAdapter, _SktimeBaseRegressor):
-    """sktime adapter of tsrep.EADCTransformerRegressor: EA-DC-Transformer time series regressor.
+    __doc__ = fill_doc("""sktime adapter of tsrep.EADCTransformerRegressor: EA-DC-Transformer time series regressor.
 
     Fits a tsrep.EADCTransformerRegressor with the same parameters as ``estimator_`` (targets are
-    standardised inside it). Input formats as tsrep.sktime.EADCTransformerClassifier.
-    Parameters are stored untouched in __init__ and validated in fit (scikit-learn contract).
+    standardised inside it): those of :class:`tsrep.EADCTransformerRegressor`, with the same names, defaults
+    and meaning. Input formats as tsrep.sktime.EADCTransformerClassifier. Parameters are stored untouched in
+    __init__ and validated in fit (scikit-learn contract).
 
-    Parameters
-    ----------
-    The parameters of :class:`tsrep.EADCTransformerRegressor`, with the same names, defaults and meaning (this
-    class's ``__init__`` is generated from that class's signature), documented there.
+    {parameters}
 
     Attributes
     ----------
-    n_parameters_ : int
-        Trainable parameters of the network.
-    estimator_ : tsrep.EADCTransformerRegressor
-        The fitted aeon estimator (its ``module_``, ``history_`` and ``best_epoch_`` hold the network
-        and the training history).
+    {attributes: n_parameters_ estimator_}
 
     See Also
     --------
@@ -176,7 +161,7 @@ class EADCTransformerRegressor(_AeonAdapter, _SktimeBaseRegressor):
     >>> reg = EADCTransformerRegressor(d_model=8, n_blocks=1, n_heads=2, max_epochs=5, min_steps=0, random_state=0)
     >>> reg = reg.fit(X, y)
     >>> y_pred = reg.predict(X)
-    """
+    """, _AeonRegressor)
 
     _aeon_class = _AeonRegressor
     _tags = dict(_SKTIME_TAGS)

@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tsrep.estimators._checks import prepare_series, resolve_device
 from tsrep.nn.pooling import SequencePooling
+from tsrep.representation import _Pooled
+from tsrep.training import predict_outputs
 
 
 def avg_wcd(Z, y) -> float:
@@ -34,8 +37,6 @@ def avg_wcd(Z, y) -> float:
 
 def _encoder_parts(model):
     """(encoder, pooling, standardizer, batch_size, device) of a fitted TSRepEncoder or tsrep estimator."""
-    from tsrep.estimators._common import resolve_device
-
     if hasattr(model, "encoder_"):  # TSRepEncoder
         pool = SequencePooling(model.config_.get("pooling", "mean"), model.config_["max_len"])
         return model.encoder_, pool, model.standardizer_, model.batch_size, resolve_device(model.device)
@@ -48,9 +49,6 @@ def representations(model, X) -> np.ndarray:
     """Pooled encoder output (N, d) of a fitted TSRepEncoder or EADCTransformer classifier/regressor."""
     if hasattr(model, "encoder_"):
         return model.transform(X)
-    from tsrep.estimators._common import prepare_series
-    from tsrep.representation import _Pooled
-    from tsrep.training import predict_outputs
 
     encoder, pool, standardizer, batch_size, device = _encoder_parts(model)
     data = prepare_series(X, standardizer)
@@ -100,7 +98,6 @@ def attention_maps(model, x) -> list[np.ndarray]:
     evolving-attention step when alpha or beta > 0), with padded keys excluded. Layers with p=0
     (no attention) are skipped. Collected with forward hooks; the model is left unchanged.
     """
-    from tsrep.estimators._common import prepare_series
 
     encoder, _, standardizer, _, device = _encoder_parts(model)
     x = np.asarray(x, dtype=np.float64)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tsrep.nn._checks import positive_int
 from tsrep.nn.dilated_conv import CausalDilatedConv1d
 from tsrep.nn.dropout import Dropout
 
@@ -43,8 +44,8 @@ class CausalCNNEncoder(nn.Module):
     def __init__(self, in_channels: int, max_len: int, d_model: int = 64, n_blocks: int = 3,
                  kernel_size: int = 3, dropout: float = 0.1):
         super().__init__()
-        if not isinstance(n_blocks, int) or n_blocks < 1:
-            raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+        d_model = positive_int("d_model", d_model)
+        n_blocks = positive_int("n_blocks", n_blocks)
         widths = [in_channels] + [d_model] * n_blocks
         self.blocks = nn.Sequential(
             *(CausalConvBlock(widths[i], widths[i + 1], kernel_size, 2**i, dropout) for i in range(n_blocks))

@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from sklearn.utils._param_validation import validate_parameter_constraints
 
 from tsrep.nn.attention_kinds import validate_attention_options
-from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, pca_settings
+from tsrep.nn.deacon import DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS
 from tsrep.nn.norm import NORMS
 
 __all__ = [
@@ -51,9 +51,11 @@ def unit_interval(closed: str) -> Interval:
     return Interval(Real, 0, 1, closed=closed)
 
 
-def _hyperparameter(default, *constraints):
-    """A config field: its default and the constraints its values must meet (scikit-learn's kinds)."""
-    return field(default=default, metadata={"constraints": list(constraints)})
+def _hyperparameter(default, *constraints, doc: str, type_name: str | None = None):
+    """A config field: its default, the constraints its values must meet (scikit-learn's kinds) and its
+    documentation, from which the estimators' Parameters sections are written (`type_name`: the type
+    shown there when the constraints do not say it well)."""
+    return field(default=default, metadata={"constraints": list(constraints), "doc": doc, "type_name": type_name})
 
 
 def check_constraints(constraints: dict, params: dict, owner: str) -> None:
@@ -74,37 +76,87 @@ def check_constraints(constraints: dict, params: dict, owner: str) -> None:
 @dataclass(frozen=True)
 class DCTransformerConfig:
     """Hyperparameters of the EA-DC-Transformer backbone (Wang et al., "Convolution-enhanced Evolving
-    Attention Networks", IEEE TPAMI 2023, Sec. 3.3); the estimators document each one.
-
-    d_model: hidden width d; n_blocks: blocks of two layers, dilation 2^i in block i; n_heads: heads
-    of the attention branch (they divide its width round(p * d_model)); p: share of the channels given
-    to attention; alpha, beta: the evolving-attention weights of Eq. 1; attn_kernel_size: odd kernel
-    of the attention-map convolution; attention: the registered attention kind
-    (tsrep.nn.attention_kinds); head_mixing, deacon_m, deacon_dp, deacon_xi, deacon_inner_steps:
-    DEACON head mixing (Ampazis and Sakketou 2024) and its settings; kernel_size: kernel of the
-    dilated convolution branch; dim_feedforward: FFN width (None: 4 * d_model); dropout; norm:
-    padding-aware BatchNorm or LayerNorm.
+    Attention Networks", IEEE TPAMI 2023, Sec. 3.3). Each field's documentation is its metadata's
+    "doc": the estimators' Parameters sections are written from it (tsrep.estimators._parameters).
     """
 
-    d_model: int = _hyperparameter(64, positive_int())
-    n_blocks: int = _hyperparameter(3, positive_int())
-    # 4 heads of 4 channels at the default width train 2.4x faster than the paper's 8 heads of 2, with
-    # the same accuracy (measured in the user guide's training recipe page).
-    n_heads: int = _hyperparameter(4, positive_int())
-    p: float = _hyperparameter(0.25, unit_interval("both"))
-    alpha: float = _hyperparameter(0.5, unit_interval("both"))
-    beta: float = _hyperparameter(0.5, unit_interval("both"))
-    attn_kernel_size: int = _hyperparameter(3, positive_int())  # odd: check_combinations
-    attention: str = field(default="evolving", metadata={"constraints": "no_validation"})  # the registry's names
-    head_mixing: str | None = _hyperparameter(None, StrOptions(set(HEAD_MIXINGS)), None)
-    deacon_m: int | None = _hyperparameter(None, positive_int(), None)
-    deacon_dp: float = _hyperparameter(DEACON_DP, Interval(Real, 0, None, closed="neither"))
-    deacon_xi: float = _hyperparameter(DEACON_XI, unit_interval("neither"))
-    deacon_inner_steps: int = _hyperparameter(DEACON_INNER_STEPS, non_negative_int())
-    kernel_size: int = _hyperparameter(3, positive_int())
-    dim_feedforward: int | None = _hyperparameter(None, positive_int(), None)
-    dropout: float = _hyperparameter(0.1, unit_interval("left"))
-    norm: str = _hyperparameter("batch", StrOptions(set(NORMS)))
+    d_model: int = _hyperparameter(64, positive_int(), doc="Hidden width d (paper's grid: 64, 128).")
+    n_blocks: int = _hyperparameter(
+        3, positive_int(), doc="Blocks of two layers; dilation doubles per block (paper's grid: 2..5)."
+    )
+    n_heads: int = _hyperparameter(
+        4, positive_int(),
+        doc="Attention heads; must divide the attention width round(p * d_model). 4 heads of 4 channels at the "
+            "default width train 2.4x faster than the paper's 8 heads of 2 channels, with the same accuracy on "
+            "ArrowHead, GunPoint and ItalyPowerDemand (UCR archive, seed 0).",
+    )
+    p: float = _hyperparameter(
+        0.25, unit_interval("both"),
+        doc="Fraction of channels given to attention (0: dilated convolution only, 1: EA-Transformer).",
+    )
+    alpha: float = _hyperparameter(
+        0.5, unit_interval("both"),
+        doc="Weight of the previous layer's attention logits in the evolving step (Eq. 1); alpha = beta = 0: "
+            "plain DC-Transformer.",
+    )
+    beta: float = _hyperparameter(
+        0.5, unit_interval("both"), doc="Weight of the convolved attention maps in the evolving step (Eq. 1)."
+    )
+    attn_kernel_size: int = _hyperparameter(  # odd: check_combinations
+        3, positive_int(), doc="Kernel of the attention-map convolution (odd)."
+    )
+    attention: str = field(default="evolving", metadata={  # the registry's names: check_combinations
+        "constraints": "no_validation", "type_name": "str",
+        "doc": "Attention kind of every layer (tsrep.nn.attention_kinds): \"evolving\": multi-head attention with "
+               "the evolving step of alpha, beta (Wang et al. 2023); \"vanilla\": plain multi-head attention, "
+               "alpha and beta are not used; \"interacting\": every query head with every key head, h*h maps (Li "
+               "and Luo 2022, Eq. 11-12); \"interacting-summed\": the h maps of a key head summed before one "
+               "softmax (its Algorithm 1); \"crossed\": crossed co-attention, two branches with queries from the "
+               "other branch and independently corrupted inputs in training (Li and Jiang 2020; twice the "
+               "attention parameters). The interacting and crossed kinds evolve their maps when alpha or beta > 0 "
+               "(over h*h channels for \"interacting\"). Fit warns when an interacting n_heads exceeds the "
+               "paper's h_max = d / n (Eq. 13; d: attention width, n: mean training length), and keeps n_heads. "
+               "Kinds added with tsrep.nn.register_attention are accepted by name too.",
+    })
+    head_mixing: str | None = _hyperparameter(
+        None, StrOptions(set(HEAD_MIXINGS)), None,
+        doc="DEACON PCA layer over the head outputs before the output projection (Ampazis and Sakketou 2024), "
+            "trained by the DEACON constrained Hebbian rule while every other weight uses `optimizer`.",
+    )
+    deacon_m: int | None = _hyperparameter(
+        None, positive_int(), None,
+        doc="Components kept by the PCA layer (None: all heads); m < h prunes heads and shrinks the output "
+            "projection. At most h (h + h(h+1)/2 for \"deacon-nonlinear\"), with h the number of heads mixed "
+            "(n_heads, or n_heads**2 for attention=\"interacting\"). Needs head_mixing.",
+    )
+    deacon_dp: float = _hyperparameter(
+        DEACON_DP, Interval(Real, 0, None, closed="neither"),
+        doc="Norm of every DEACON step of the PCA weights (paper: 0.2).",
+    )
+    deacon_xi: float = _hyperparameter(
+        DEACON_XI, unit_interval("neither"),
+        doc="Share of the steepest first-order loss decrease demanded of each DEACON step (paper: 0.8).",
+    )
+    deacon_inner_steps: int = _hyperparameter(
+        DEACON_INNER_STEPS, non_negative_int(),
+        doc="GHA-only updates per batch, run on a copy of the PCA weights to set the Hebbian direction of the "
+            "constrained DEACON step, which alone is applied (the paper's i = 500; each is a few h x h matrix "
+            "products per PCA layer, about 25 us on a CPU).",
+    )
+    kernel_size: int = _hyperparameter(3, positive_int(), doc="Kernel of the dilated convolution branch.")
+    dim_feedforward: int | None = _hyperparameter(
+        None, positive_int(), None, doc="Width of the position-wise feed-forward network (None: 4 * d_model)."
+    )
+    dropout: float = _hyperparameter(
+        0.1, unit_interval("left"), doc="Dropout inside the network (and before an estimator's output head)."
+    )
+    norm: str = _hyperparameter(
+        "batch", StrOptions(set(NORMS)),
+        doc="BatchNorm whose statistics skip padded steps (as TST), or LayerNorm. BatchNorm is the default because "
+            "LayerNorm over the channels of one time step erases the amplitude of a univariate input (its "
+            "embedding x_t * w is one line, normalised to +-LN(w)); the measurement is in the documentation's "
+            "design notes.",
+    )
 
     def __post_init__(self):
         self.check(self.to_dict(), "DCTransformerConfig")
@@ -161,16 +213,7 @@ class DCTransformerConfig:
     @classmethod
     def from_params(cls, params: dict) -> "DCTransformerConfig":
         """The config of the fields found in `params` (an estimator's get_params(), a checkpoint's
-        dict); other keys are ignored and absent fields take their defaults. Checkpoints written
-        before the DEACON settings were fields hold them as ``deacon_settings`` {dP, xi, inner_steps}."""
-        params = dict(params)
-        for name, value in pca_settings(params.pop("deacon_settings", None)).items():
-            if name not in ("deacon_dp", "deacon_xi", "deacon_inner_steps"):
-                raise ValueError(
-                    f"deacon_settings holds {name!r}, which is not a DCTransformerConfig field; it takes deacon_dp, "
-                    "deacon_xi and deacon_inner_steps (or dP, xi, inner_steps)"
-                )
-            params.setdefault(name, value)
+        dict); other keys are ignored and absent fields take their defaults."""
         return cls(**{name: params[name] for name in cls.names() if name in params})
 
     def to_dict(self) -> dict:

@@ -13,13 +13,13 @@ degenerate models of the paper's tables are exact and count only parameters that
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 from torch import nn
 
 from tsrep.backbones.config import DCTransformerConfig, split_width
 from tsrep.nn import CausalDilatedConv1d, SequenceNorm
+from tsrep.nn._checks import is_integer
 from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.checkpointing import checkpointed
 from tsrep.nn.conv_stem import ConvStem
@@ -141,7 +141,7 @@ class DCTransformerEncoder(nn.Module):
     ):
         super().__init__()
         if config is None:
-            unknown = sorted(set(hyperparameters) - set(DCTransformerConfig.names()) - {"deacon_settings"})
+            unknown = sorted(set(hyperparameters) - set(DCTransformerConfig.names()))
             if unknown:
                 raise TypeError(
                     f"DCTransformerEncoder got unexpected keyword argument(s) {unknown}; the hyperparameters are "
@@ -150,9 +150,7 @@ class DCTransformerEncoder(nn.Module):
             config = DCTransformerConfig.from_params(hyperparameters)
         elif hyperparameters:
             raise TypeError(f"pass the hyperparameters in config or by keyword, not both (got {sorted(hyperparameters)})")
-        if conv_stem is not None and (
-            isinstance(conv_stem, bool) or not isinstance(conv_stem, numbers.Integral) or conv_stem < 1
-        ):
+        if conv_stem is not None and (not is_integer(conv_stem) or conv_stem < 1):
             raise ValueError(f"conv_stem must be None or a positive integer (the stem's channels), got {conv_stem!r}")
         if checkpointing not in (True, False):
             raise ValueError(f"checkpointing must be a bool, got {checkpointing!r}")

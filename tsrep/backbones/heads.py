@@ -38,9 +38,8 @@ class SeriesModel(nn.Module):
             )
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
-        augment = getattr(self, "augment", None)  # absent in models pickled before augmentation existed
-        if augment is not None:
-            x = augment(x, valid)
+        if self.augment is not None:
+            x = self.augment(x, valid)
         z = self.encoder(x, valid)
         if valid is not None and z.shape[1] != valid.shape[1]:
             valid = self.encoder.token_valid(valid)  # patch / downsampling front end: tokens, not steps

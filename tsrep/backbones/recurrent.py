@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from tsrep.nn._checks import positive_int
+
 RNNS = {"lstm": nn.LSTM, "gru": nn.GRU}
 
 
@@ -23,8 +25,8 @@ class RecurrentEncoder(nn.Module):
         super().__init__()
         if kind not in RNNS:
             raise ValueError(f"kind must be one of {tuple(RNNS)}, got {kind!r}")
-        if not isinstance(n_layers, int) or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
+        d_model = positive_int("d_model", d_model)
+        n_layers = positive_int("n_layers", n_layers)
         self.kind = kind
         self.d_model = d_model
         self.max_len = max_len

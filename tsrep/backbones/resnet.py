@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep.nn._checks import positive_int
 from tsrep.nn.norm import SequenceNorm
 from tsrep.nn.dropout import Dropout
 
@@ -75,8 +76,8 @@ class ResNetEncoder(nn.Module):
     def __init__(self, in_channels: int, max_len: int, d_model: int = 64, n_blocks: int = 3,
                  norm: str = "batch", dropout: float = 0.0):
         super().__init__()
-        if not isinstance(n_blocks, int) or n_blocks < 1:
-            raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+        d_model = positive_int("d_model", d_model)
+        n_blocks = positive_int("n_blocks", n_blocks)
         widths = [in_channels, d_model] + [2 * d_model] * (n_blocks - 1)
         self.blocks = nn.ModuleList(ResNetBlock(widths[i], widths[i + 1], norm) for i in range(n_blocks))
         self.d_model = widths[-1]

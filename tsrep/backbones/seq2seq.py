@@ -21,6 +21,7 @@ import math
 import torch
 from torch import nn
 
+from tsrep.nn._checks import is_integer, positive_int
 from tsrep.nn.transformer_layer import TransformerLayer
 from tsrep.nn.dropout import Dropout
 
@@ -54,35 +55,22 @@ class EATransformerSeq2Seq(nn.Module):
     target shifted right by one).
     """
 
-    def __init__(
-        self,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        d_model: int = 256,
-        n_heads: int = 8,
-        n_encoder_layers: int = 6,
-        n_decoder_layers: int = 6,
-        dim_feedforward: int | None = None,
-        dropout: float = 0.1,
-        alpha: float = 0.5,
-        beta: float = 0.1,
-        decoder_alpha: float = 0.0,
-        decoder_beta: float | None = None,
-        cross_beta: float | None = None,
-        attn_kernel_size: int = 3,
-        max_len: int = 512,
-    ):
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 256, n_heads: int = 8,
+                 n_encoder_layers: int = 6, n_decoder_layers: int = 6, dim_feedforward: int | None = None,
+                 dropout: float = 0.1, alpha: float = 0.5, beta: float = 0.1, decoder_alpha: float = 0.0,
+                 decoder_beta: float | None = None, cross_beta: float | None = None, attn_kernel_size: int = 3,
+                 max_len: int = 512):
         super().__init__()
         decoder_beta = beta if decoder_beta is None else decoder_beta
         cross_beta = beta if cross_beta is None else cross_beta
         for name, value in (("alpha", alpha), ("beta", beta), ("decoder_alpha", decoder_alpha),
                             ("decoder_beta", decoder_beta), ("cross_beta", cross_beta)):
             _check_unit(name, value)
-        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
-                            ("d_model", d_model), ("max_len", max_len)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if n_heads < 1 or d_model % n_heads != 0:
+        src_vocab_size = positive_int("src_vocab_size", src_vocab_size)
+        tgt_vocab_size = positive_int("tgt_vocab_size", tgt_vocab_size)
+        d_model = positive_int("d_model", d_model)
+        max_len = positive_int("max_len", max_len)
+        if not is_integer(n_heads) or n_heads < 1 or d_model % n_heads != 0:
             raise ValueError(f"n_heads={n_heads!r} must be >= 1 and divide d_model={d_model}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from tsrep._deprecation import renamed_attribute, renamed_keywords
+from tsrep.nn._checks import positive_int
 from tsrep.nn.transformer_layer import TransformerLayer
 from tsrep.nn.dropout import Dropout
 
@@ -104,33 +104,19 @@ class EATextEncoder(nn.Module):
         Standard deviation of the normal initialisation of every weight, the map convolutions included.
     """
 
-    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int = 768,
-        n_layers: int = 12,
-        n_heads: int = 12,
-        dim_feedforward: int = 3072,
-        max_len: int = 512,
-        type_vocab_size: int = 2,
-        alpha: float = 0.0,
-        beta: float = 0.0,
-        attn_kernel_size: int = 3,
-        dropout: float = 0.1,
-        attn_dropout: float = 0.1,
-        activation: str = "gelu",
-        layer_norm_eps: float = 1e-12,
-        pad_token_id: int = 0,
-        initializer_range: float = 0.02,
-    ):
+    def __init__(self, vocab_size: int, d_model: int = 768, n_layers: int = 12, n_heads: int = 12,
+                 dim_feedforward: int = 3072, max_len: int = 512, type_vocab_size: int = 2, alpha: float = 0.0,
+                 beta: float = 0.0, attn_kernel_size: int = 3, dropout: float = 0.1, attn_dropout: float = 0.1,
+                 activation: str = "gelu", layer_norm_eps: float = 1e-12, pad_token_id: int = 0,
+                 initializer_range: float = 0.02):
         super().__init__()
-        for name, value in (
-            ("vocab_size", vocab_size), ("d_model", d_model), ("n_layers", n_layers), ("n_heads", n_heads),
-            ("dim_feedforward", dim_feedforward), ("max_len", max_len), ("type_vocab_size", type_vocab_size),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        vocab_size = positive_int("vocab_size", vocab_size)
+        d_model = positive_int("d_model", d_model)
+        n_layers = positive_int("n_layers", n_layers)
+        n_heads = positive_int("n_heads", n_heads)
+        dim_feedforward = positive_int("dim_feedforward", dim_feedforward)
+        max_len = positive_int("max_len", max_len)
+        type_vocab_size = positive_int("type_vocab_size", type_vocab_size)
         if d_model % n_heads != 0:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
         if activation not in _ACTIVATIONS:
@@ -174,19 +160,12 @@ class EATextEncoder(nn.Module):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
 
-    dim = renamed_attribute("dim", "d_model")
-
     def map_conv_parameter_names(self) -> list[str]:
         """Names of the evolution convolutions' parameters: the only ones a BERT checkpoint lacks."""
         return [name for name, _ in self.named_parameters() if ".evolution.conv." in name]
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        output_hidden_states: bool = False,
-    ) -> EATextOutput:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, output_hidden_states: bool = False) -> EATextOutput:
         """
         input_ids:      (B, N) long token ids, N <= max_len
         attention_mask: (B, N) 1/True at real tokens, 0/False at padding (None: no padding)
@@ -225,16 +204,8 @@ class EATextEncoder(nn.Module):
         return EATextOutput(x, pooled, tuple(states) if states is not None else None)
 
     @classmethod
-    @renamed_keywords({"map_kernel_size": "attn_kernel_size"})
-    def from_pretrained(
-        cls,
-        path: str | Path,
-        alpha: float = 0.0,
-        beta: float = 0.0,
-        attn_kernel_size: int = 3,
-        dropout: float | None = None,
-        attn_dropout: float | None = None,
-    ) -> EATextEncoder:
+    def from_pretrained(cls, path: str | Path, alpha: float = 0.0, beta: float = 0.0, attn_kernel_size: int = 3,
+                        dropout: float | None = None, attn_dropout: float | None = None) -> EATextEncoder:
         """Build the encoder from a Hugging Face BERT checkpoint directory and load every pretrained weight.
 
         path: a local directory with config.json (model_type "bert") and model.safetensors or
@@ -265,20 +236,15 @@ class EATextClassificationModel(nn.Module):
 
     def __init__(self, encoder: EATextEncoder, n_classes: int, dropout: float | None = None):
         super().__init__()
-        if not isinstance(n_classes, int) or isinstance(n_classes, bool) or n_classes < 1:
-            raise ValueError(f"n_classes must be a positive integer, got {n_classes!r}")
+        n_classes = positive_int("n_classes", n_classes)
         self.encoder = encoder
         self.dropout = Dropout(encoder.dropout_p if dropout is None else dropout)
         self.head = nn.Linear(encoder.d_model, n_classes)
         nn.init.normal_(self.head.weight, std=encoder.initializer_range)
         nn.init.zeros_(self.head.bias)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids, attention_mask, token_type_ids: (B, N) as in EATextEncoder -> class logits (B, n_classes)
 
         Trailing columns that are padding in every row are cut first: a batch drawn from a corpus padded to its
@@ -352,14 +318,8 @@ def read_bert_config(path: Path) -> dict:
     return config
 
 
-def encoder_kwargs(
-    config: dict,
-    alpha: float = 0.0,
-    beta: float = 0.0,
-    attn_kernel_size: int = 3,
-    dropout: float | None = None,
-    attn_dropout: float | None = None,
-) -> dict:
+def encoder_kwargs(config: dict, alpha: float = 0.0, beta: float = 0.0, attn_kernel_size: int = 3,
+                   dropout: float | None = None, attn_dropout: float | None = None) -> dict:
     """EATextEncoder's keyword arguments for a BERT config.json (read_bert_config): the architecture of the
     checkpoint with evolving attention set by alpha, beta and attn_kernel_size. dropout, attn_dropout: None
     takes the checkpoint's hidden_dropout_prob and attention_probs_dropout_prob."""

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep.nn._checks import is_integer, positive_int
 from tsrep.nn.norm import SequenceNorm
 from tsrep.nn.transformer_layer import TransformerLayer
 from tsrep.nn.dropout import Dropout
@@ -31,9 +32,9 @@ class TSTEncoder(nn.Module):
     def __init__(self, in_channels: int, max_len: int, d_model: int = 64, n_layers: int = 6, n_heads: int = 8,
                  dim_feedforward: int | None = None, dropout: float = 0.1, norm: str = "batch"):
         super().__init__()
-        if not isinstance(n_layers, int) or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
-        if not isinstance(n_heads, int) or n_heads < 1 or d_model % n_heads:
+        d_model = positive_int("d_model", d_model)
+        n_layers = positive_int("n_layers", n_layers)
+        if not is_integer(n_heads) or n_heads < 1 or d_model % n_heads:
             raise ValueError(f"n_heads={n_heads!r} must divide d_model={d_model}")
         self.d_model = d_model
         self.max_len = max_len

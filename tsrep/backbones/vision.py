@@ -18,7 +18,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from tsrep._deprecation import renamed_keywords
+from tsrep.nn._checks import is_integer, positive_int
 from tsrep.nn.attention_augmented_conv import as_pair
 from tsrep.nn.transformer_layer import TransformerLayer
 from tsrep.nn.dropout import Dropout
@@ -30,7 +30,6 @@ class PatchEmbedding(nn.Module):
     forward(images (B, C, H, W)) -> (B, (H/p_h) * (W/p_w), d_model), patches in row-major order
     """
 
-    @renamed_keywords({"dim": "d_model"})
     def __init__(self, image_size, patch_size, in_channels: int, d_model: int):
         super().__init__()
         self.image_size = as_pair(image_size, "image_size")
@@ -54,7 +53,6 @@ class ViTLayer(TransformerLayer):
     forward(x (B, N, d_model), prev_logits (B, K, N, N) or None, need_logits) -> (B, N, d_model), logits or None
     """
 
-    @renamed_keywords({"dim": "d_model", "mlp_dim": "dim_feedforward", "map_kernel_size": "attn_kernel_size"})
     def __init__(
         self,
         d_model: int,
@@ -111,32 +109,15 @@ class EAViT(nn.Module):
     forward(images (B, C, H, W)) -> (B, n_classes); forward_features(images) -> (B, 1 + N_patches, d_model)
     """
 
-    @renamed_keywords(
-        {"dim": "d_model", "depth": "n_layers", "mlp_dim": "dim_feedforward", "map_kernel_size": "attn_kernel_size"}
-    )
-    def __init__(
-        self,
-        image_size,
-        patch_size,
-        n_classes: int,
-        in_channels: int = 3,
-        d_model: int = 64,
-        n_layers: int = 4,
-        n_heads: int = 4,
-        dim_feedforward: int | None = None,
-        alpha: float = 0.1,
-        beta: float = 0.3,
-        attn_kernel_size: int = 3,
-        dropout: float = 0.1,
-        attn_dropout: float = 0.0,
-    ):
+    def __init__(self, image_size, patch_size, n_classes: int, in_channels: int = 3, d_model: int = 64,
+                 n_layers: int = 4, n_heads: int = 4, dim_feedforward: int | None = None, alpha: float = 0.1,
+                 beta: float = 0.3, attn_kernel_size: int = 3, dropout: float = 0.1, attn_dropout: float = 0.0):
         super().__init__()
-        for name, value in (
-            ("n_classes", n_classes), ("in_channels", in_channels), ("d_model", d_model), ("n_layers", n_layers),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(n_heads, int) or n_heads < 1 or d_model % n_heads:
+        n_classes = positive_int("n_classes", n_classes)
+        in_channels = positive_int("in_channels", in_channels)
+        d_model = positive_int("d_model", d_model)
+        n_layers = positive_int("n_layers", n_layers)
+        if not is_integer(n_heads) or n_heads < 1 or d_model % n_heads:
             raise ValueError(f"n_heads={n_heads!r} must be a positive integer dividing d_model={d_model}")
         for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout)):
             if not 0.0 <= value < 1.0:

@@ -188,15 +188,23 @@ def _grid(value, where) -> dict:
     return value
 
 
-def _check_model_keys(section: dict, models: list[str], where: str, values_are_lists: bool) -> dict:
-    out = {}
+def _named_parameter_mappings(section: dict, resolve, where: str):
+    """(key as written, its name by `resolve`, value) of each entry of a section keyed by model or dataset names
+    (model_params, model_grid, dataset_params); ConfigError for a name `resolve` refuses or a value that is not a
+    mapping of parameters."""
     for raw_name, value in section.items():
         try:
-            name = resolve_model(raw_name)
+            name = resolve(raw_name)
         except ValueError as err:
             raise ConfigError(f"{where}: {err}") from None
         if not isinstance(value, dict):
             raise ConfigError(f"{where}.{raw_name} must be a mapping of parameters, got {value!r}")
+        yield raw_name, name, value
+
+
+def _check_model_keys(section: dict, models: list[str], where: str, values_are_lists: bool) -> dict:
+    out = {}
+    for raw_name, name, value in _named_parameter_mappings(section, resolve_model, where):
         if values_are_lists:
             _grid(value, f"{where}.{raw_name}")
         if name not in models:
@@ -335,13 +343,8 @@ def _seeds(raw: dict) -> list[int]:
 def _dataset_params(raw: dict, models: list[str]) -> dict:
     """'dataset_params' keyed by the archive names of its problems."""
     dataset_params = {}
-    for ds, value in _mapping(raw, "dataset_params").items():
-        try:
-            ds_name = canonical_name(ds)
-        except ValueError as err:
-            raise ConfigError(f"dataset_params: {err}") from None
-        if not isinstance(value, dict):
-            raise ConfigError(f"dataset_params.{ds} must be a mapping of parameters, got {value!r}")
+    for ds, ds_name, value in _named_parameter_mappings(_mapping(raw, "dataset_params"), canonical_name,
+                                                         "dataset_params"):
         _check_shared_keys(value, models, f"dataset_params.{ds}")
         dataset_params[ds_name] = dict(value)
     return dataset_params

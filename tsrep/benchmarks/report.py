@@ -46,7 +46,8 @@ import pandas as pd
 from tsrep.benchmarks.paper import PAPER_SUMMARY, paper_score
 from tsrep.benchmarks.published import SPLIT_DESCRIPTION, published_methods, published_results
 from tsrep.benchmarks.registry import model_label
-from tsrep.data.archive import PAPER_CLASSIFICATION, PAPER_REGRESSION
+from tsrep.benchmarks.run import score
+from tsrep.data.archive import PAPER_CLASSIFICATION, PAPER_REGRESSION, dataset_task, load_archive
 from tsrep.models import PAPER_MODELS
 
 LOWER_IS_BETTER = {"classification": False, "regression": True}
@@ -127,8 +128,6 @@ def seed_ensembles(df: pd.DataFrame, outputs: dict) -> pd.DataFrame:
     aggregate()'s; n_seeds is the number of members, n_params and seconds are the members' sums (the
     ensemble's size and cost). Seeds that disagree on the test targets or the classes are not averaged.
     """
-    from tsrep.benchmarks.run import score
-
     columns = ["task", "dataset", "model", "score", "std", "n_seeds", "n_params", "seconds"]
     if not outputs or not len(df):
         return pd.DataFrame(columns=columns)
@@ -170,8 +169,6 @@ def reference_scores(datasets, offline=None, cache_dir=None) -> dict[str, float]
     """Per dataset the test score of a constant prediction fitted on TRAIN: the majority class's accuracy
     (classification) or the RMSE of predicting the mean training target (regression). A model that does
     not beat it has learnt nothing; datasets that cannot be loaded are left out."""
-    from tsrep.benchmarks.run import score
-    from tsrep.data.archive import dataset_task, load_archive
 
     out = {}
     for d in datasets:

@@ -412,7 +412,7 @@ def check_device(device, local: bool = True) -> None:
     except (RuntimeError, TypeError, ValueError):
         raise ValueError(f"device {device!r} is not a device: use auto, cpu, cuda, cuda:N or mps") from None
     if local:
-        from tsrep.estimators._common import resolve_device
+        from tsrep.estimators._checks import resolve_device
 
         resolve_device(device)
 
@@ -468,26 +468,15 @@ def run_benchmark(
 
     scheduler = cfg.scheduler if scheduler is None else scheduler
     _check_run_options(jobs, threads, device, scheduler)
-    if not isinstance(store, ResultStore):
-        store = ResultStore(store or cfg.store or Path(out_dir) / DEFAULT_NAME)
+    store = store if isinstance(store, ResultStore) else ResultStore(store or cfg.store or Path(out_dir) / DEFAULT_NAME)
     cells = make_cells(cfg, device)
     done = store.done_keys()
     todo = [c for c in cells if c.key not in done]
-    client = None
-    if scheduler is not None and todo:
-        client = scheduler if not isinstance(scheduler, str) else connect_scheduler(scheduler, scheduler_timeout)
-    elif scheduler is None:
-        threads = threads or max(1, (os.cpu_count() or 1) // jobs)
+    client, threads = _where_to_run(scheduler, bool(todo), jobs, threads, scheduler_timeout)
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=f"{cfg.name} cells", disable=not progress,
                unit="cell", dynamic_ncols=True)
-    record = _recorder(store, bar)
     try:
-        if client is not None:
-            _run_on_cluster(client, todo, threads, record, progress)
-        elif jobs == 1:
-            _run_in_this_process(todo, threads, record, progress)
-        elif todo:
-            _run_in_processes(todo, jobs, threads, record, progress)
+        _run_cells(todo, client, jobs, threads, _recorder(store, bar), progress)
     finally:
         bar.close()
         if client is not None and client is not scheduler:
@@ -503,6 +492,28 @@ def _check_run_options(jobs, threads, device, scheduler) -> None:
         raise ValueError("jobs applies to runs on this machine; on a Dask cluster its workers' threads decide "
                          "how many cells run at once")
     check_device(device, local=scheduler is None)
+
+
+def _where_to_run(scheduler, cells_to_run: bool, jobs: int, threads, scheduler_timeout: float):
+    """(Dask client or None, torch threads per cell): a client of `scheduler` when it has cells to run (connected
+    here when it is an address); without a scheduler, `threads` or this machine's cores over `jobs`."""
+    client = None
+    if scheduler is not None and cells_to_run:
+        client = scheduler if not isinstance(scheduler, str) else connect_scheduler(scheduler, scheduler_timeout)
+    elif scheduler is None:
+        threads = threads or max(1, (os.cpu_count() or 1) // jobs)
+    return client, threads
+
+
+def _run_cells(todo: list[Cell], client, jobs: int, threads, record, progress: bool) -> None:
+    """Run the cells `todo`, handing each finished cell's row to `record`: on the Dask cluster of `client`, else in
+    this process (``jobs=1``) or in `jobs` worker processes."""
+    if client is not None:
+        _run_on_cluster(client, todo, threads, record, progress)
+    elif jobs == 1:
+        _run_in_this_process(todo, threads, record, progress)
+    elif todo:
+        _run_in_processes(todo, jobs, threads, record, progress)
 
 
 def _recorder(store: ResultStore, bar) -> Callable[[dict], None]:

@@ -15,8 +15,7 @@ are stored with status "error" and the message, and are run again next time.
 Beside each finished cell, a second table keeps its test outputs (class probabilities of a classifier,
 predictions of a regressor) and the test targets, written in the same transaction as the cell: the
 report averages the seeds' outputs into seed ensembles without fitting anything again
-(tsrep.benchmarks.report). A store written before this table existed gets it on opening; its cells
-simply have no outputs.
+(tsrep.benchmarks.report).
 """
 
 from __future__ import annotations

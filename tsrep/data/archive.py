@@ -725,39 +725,57 @@ def load_archive(name: str, split: str | None = "train", cache_dir=None, offline
     """
     no_download, offline_dir = _resolve_offline(offline)
     name = _lookup_name(name, offline_dir)
+    split_names = _split_names(split)
+    folder = _problem_folder(name, resolve_cache_dir(cache_dir), offline_dir, no_download)
+    X, y, meta = _concatenated([_read_split(folder, name, s) for s in split_names])
+    if not return_metadata:
+        return X, y
+    meta = dict(meta)
+    meta.update(name=name, task="regression" if meta.get("targetlabel") else "classification", path=str(folder))
+    return X, y, meta
+
+
+def _split_names(split) -> tuple[str, ...]:
+    """The file names' split parts ("TRAIN", "TEST") of load_archive's `split`; ValueError for another split."""
     splits = {"train": ("TRAIN",), "test": ("TEST",), None: ("TRAIN", "TEST")}
     key = split.lower() if isinstance(split, str) else split
     if key not in splits:
         raise ValueError(f"split must be 'train', 'test' or None (both), got {split!r}")
-    cache = resolve_cache_dir(cache_dir)
+    return splits[key]
+
+
+def _problem_folder(name: str, cache: Path, offline_dir, no_download: bool) -> Path:
+    """The folder holding the problem's files: the first local one, else a download into `cache`;
+    DatasetNotFoundError saying where it looked and how to provide the files."""
     roots = _local_roots(cache, offline_dir)
     folder = _first_local(name, roots, strict=True)
-    if folder is None:
-        looked = "; ".join(f"{label} {root}" for label, root in roots)
-        if no_download:
-            raise DatasetNotFoundError(
-                f"{name} is not on disk and downloads are off (offline). Looked in: {looked}. "
-                + _how_to_provide(name, cache)
-            )
-        task = TASKS.get(name, "classification")
-        try:
-            folder = _download(name, task, cache)
-        except Exception as err:
-            raise DatasetNotFoundError(
-                f"{name} is not on disk and could not be downloaded ({type(err).__name__}: {err}). "
-                f"Looked in: {looked}. " + _how_to_provide(name, cache)
-            ) from err
-    parts = [_read_split(folder, name, s) for s in splits[key]]
+    if folder is not None:
+        return folder
+    looked = "; ".join(f"{label} {root}" for label, root in roots)
+    if no_download:
+        raise DatasetNotFoundError(
+            f"{name} is not on disk and downloads are off (offline). Looked in: {looked}. "
+            + _how_to_provide(name, cache)
+        )
+    task = TASKS.get(name, "classification")
+    try:
+        return _download(name, task, cache)
+    except Exception as err:
+        raise DatasetNotFoundError(
+            f"{name} is not on disk and could not be downloaded ({type(err).__name__}: {err}). "
+            f"Looked in: {looked}. " + _how_to_provide(name, cache)
+        ) from err
+
+
+def _concatenated(parts: list) -> tuple:
+    """X, y, metadata of the (X, y, metadata) of one split, or of TRAIN then TEST: one array where the cases
+    of both have the same shape, else a list of cases; the metadata are TRAIN's."""
     X, y, meta = parts[0]
     if len(parts) == 2:
-        X2, y2, meta2 = parts[1]
+        X2, y2, _ = parts[1]
         if isinstance(X, np.ndarray) and isinstance(X2, np.ndarray) and X.shape[1:] == X2.shape[1:]:
             X = np.concatenate([X, X2])
         else:
             X = list(X) + list(X2)
         y = np.concatenate([y, y2])
-    if not return_metadata:
-        return X, y
-    meta = dict(meta)
-    meta.update(name=name, task="regression" if meta.get("targetlabel") else "classification", path=str(folder))
     return X, y, meta

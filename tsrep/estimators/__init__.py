@@ -9,10 +9,10 @@ from __future__ import annotations
 from tsrep._lazy import lazy_attributes
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
-    "EADCTransformerClassifier": "tsrep.estimators.classifier",
-    "EADCTransformerRegressor": "tsrep.estimators.regressor",
-    "BackboneClassifier": "tsrep.estimators.backbone",
-    "BackboneRegressor": "tsrep.estimators.backbone",
+    "EADCTransformerClassifier": "tsrep.estimators.dc_transformer",
+    "EADCTransformerRegressor": "tsrep.estimators.dc_transformer",
+    "BackboneClassifier": "tsrep.estimators.baselines",
+    "BackboneRegressor": "tsrep.estimators.baselines",
     "EATextClassifier": "tsrep.estimators.text",
     "EATextRegressor": "tsrep.estimators.text",
     "EAViTClassifier": "tsrep.estimators.vision",

@@ -26,8 +26,8 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 
 from tsrep._io import atomic_write
-from tsrep.estimators._common import seed_from
-from tsrep.estimators._recipe import resolve_min_steps
+from tsrep.estimators._checks import seed_from
+from tsrep.estimators._tasks import resolve_min_steps
 from tsrep.training.resume import check_writable_directory
 
 
@@ -149,7 +149,3 @@ def _resumable_seeds(directory: Path, drawn: list[int]) -> list[int]:
     check_writable_directory(directory)
     atomic_write(path, lambda f: f.write(json.dumps(drawn).encode()))
     return drawn
-
-
-def mean_of(values: list[np.ndarray]) -> np.ndarray:
-    return np.mean(np.stack(values), axis=0)

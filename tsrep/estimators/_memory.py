@@ -36,7 +36,7 @@ gradient of the largest and the blocked copies oneDNN makes on a CPU), at 3.5 to
 measured, 518 MiB estimated; 19 blocks: 1554 MiB and 2054 MiB. Without the padding term 22 blocks
 passed the check at an estimate of 8 MiB and need about 12 GiB (the peak doubles with every block).
 
-The baselines of tsrep.estimators.backbone are estimated by backbone_training_memory: their
+The baselines of tsrep.estimators.baselines are estimated by backbone_training_memory: their
 parameters counted on the meta device, and activations per block calibrated the same way.
 """
 
@@ -48,8 +48,8 @@ from pathlib import Path
 import torch
 
 from tsrep.backbones.dc_transformer import split_width
-from tsrep.estimators._common import resolve_device
 from tsrep.exceptions import InsufficientMemoryError
+from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.patching import n_tokens
 
 #: (B, K, N, N) maps each layer keeps for backward (logits, evolved map, softmax, dropout mask).
@@ -60,7 +60,7 @@ ACTIVATION_COPIES = 3
 PARAMETER_COPIES = 4
 #: (B, width, T) feature maps of a convolutional stem alive at the peak of a training step.
 STEM_COPIES = 7
-#: (B, T, width) activations each block of a baseline (tsrep.estimators.backbone) keeps for backward, per
+#: (B, T, width) activations each block of a baseline (tsrep.estimators.baselines) keeps for backward, per
 #: step and case: a recurrent layer, a ResNet block of three convolutions and a shortcut, a T-Loss block of
 #: two causal convolutions (its padding apart: padding_memory).
 BASELINE_BLOCK_COPIES = {"lstm": 13, "gru": 13, "resnet": 18, "dilated-conv": 10}
@@ -106,13 +106,6 @@ def available_memory(device: torch.device) -> int | None:
         return None
 
 
-def n_maps(attention: str, n_heads: int) -> int:
-    """Attention maps per layer and case: h*h for interacting heads, two branches for crossed co-attention."""
-    if str(attention).startswith("interacting"):
-        return n_heads * n_heads
-    return 2 * n_heads if attention == "crossed" else n_heads
-
-
 def padding_memory(
     *, batch_size: int, width: int, kernel_size: int, n_blocks: int, convs_per_block: int = 2,
     checkpointing: bool = False,
@@ -144,7 +137,7 @@ def training_memory(
     d_ff = int(dim_feedforward or 4 * d_model)
     per_layer_params = 4 * d_model * d_attn + d_model * d_conv * int(kernel_size) + 2 * d_model * d_ff
     parameters = PARAMETER_COPIES * FLOAT_BYTES * (n_layers * per_layer_params + (n_tokens_max + in_features) * d_model)
-    map_values = n_maps(attention, n_heads) * n_tokens_max * n_tokens_max if d_attn else 0
+    map_values = attention_kind(attention).n_maps(n_heads) * n_tokens_max * n_tokens_max if d_attn else 0
     kept_maps = (n_layers + MAP_COPIES) if checkpointing else n_layers * MAP_COPIES
     maps = FLOAT_BYTES * batch_size * kept_maps * map_values
     activations = FLOAT_BYTES * batch_size * n_layers * ACTIVATION_COPIES * n_tokens_max * (d_model + d_ff)
@@ -312,31 +305,4 @@ def check_training_memory(
         + f"weights and optimiser state {_gib(need['parameters'])}: "
         f"{tokens} tokens per series, batches of {batch}, {2 * int(n_blocks)} layers, d_model={d_model}), "
         f"but {device} has {_gib(free)} free. Options that help: " + "; ".join(helps)
-    )
-
-
-def check_estimator_memory(est, n_cases: int, concurrent: int = 1) -> None:
-    """check_training_memory for an EA-DC-Transformer estimator whose preprocessing is fitted
-    (max_len_, n_channels_, patch_len_/patch_stride_, or encoder_config_ of a pretrained encoder);
-    concurrent: members of a seed ensemble that train at once."""
-    config = getattr(est, "encoder_config_", None)
-    # Patches cannot be combined with pretraining or a pretrained encoder (one token per step).
-    options = ("checkpointing", "batch_size") if config is not None or est.pretrain_epochs else (
-        "patch_len", "checkpointing", "batch_size")
-    if config is not None:  # the checkpoint's architecture, one token per step
-        arch = {k: config.get(k, default) for k, default in (
-            ("d_model", 64), ("n_blocks", 3), ("n_heads", 8), ("p", 0.25), ("kernel_size", 3),
-            ("dim_feedforward", None), ("attention", "evolving"))}
-        stride, in_features, stem = None, int(config["in_channels"]), 0
-    else:
-        arch = {k: getattr(est, k) for k in (
-            "d_model", "n_blocks", "n_heads", "p", "kernel_size", "dim_feedforward", "attention")}
-        patch_len = getattr(est, "patch_len_", None)
-        stride = getattr(est, "patch_stride_", None) or patch_len or est.downsample
-        stem = getattr(est, "conv_stem_", None) or 0  # its tokens are window means of the stem's features
-        in_features = stem or est.n_channels_ * (patch_len or 1)
-    check_training_memory(
-        max_len=est.max_len_, stride=stride, n_cases=n_cases, batch_size=est.batch_size, in_features=in_features,
-        checkpointing=bool(est.checkpointing), device=resolve_device(est.device), options=options,
-        concurrent=concurrent, stem_channels=stem, **arch,
     )

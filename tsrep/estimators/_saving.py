@@ -13,6 +13,9 @@ import warnings
 import numpy as np
 import torch
 
+import tsrep
+import tsrep.estimators
+
 from tsrep._serialization import ModelFileError, check_standardization, from_json, prefixed, read_model_file
 from tsrep._serialization import to_json, write_model_file
 from tsrep.data import ChannelStandardizer
@@ -29,15 +32,14 @@ FITTED = (
 NOT_SAVED = ("callbacks",)  # loaded models get callbacks=None
 
 
-def _estimator_classes() -> dict:
-    from tsrep.estimators.backbone import BackboneClassifier, BackboneRegressor
-    from tsrep.estimators.classifier import EADCTransformerClassifier
-    from tsrep.estimators.regressor import EADCTransformerRegressor
-    from tsrep.estimators.text import EATextClassifier, EATextRegressor
-    from tsrep.estimators.vision import EAViTClassifier
-
-    return {c.__name__: c for c in (EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier,
-                                    BackboneRegressor, EATextClassifier, EATextRegressor, EAViTClassifier)}
+def _model_class(name):
+    """The public tsrep class a model file names (None for any other name), resolved by the packages' own
+    tables of public names: loading imports the module of the class asked for, and no other."""
+    if not isinstance(name, str):
+        return None
+    if name in tsrep.estimators.__all__:
+        return getattr(tsrep.estimators, name)
+    return tsrep.TSRepEncoder if name == "TSRepEncoder" else None
 
 
 def params_to_json(params: dict, where: str) -> dict:
@@ -232,23 +234,27 @@ def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, w
     return est
 
 
+def load(path, **params):
+    """The fitted tsrep estimator or encoder in the model file `path` (written by its ``save``);
+    `params` override saved parameters (e.g. device="cpu"). No pickle: nothing in the file runs."""
+    return load_estimator(path, **params)
+
+
 def load_estimator(path, expected=None, **params):
     """The fitted estimator in the model file `path`; `params` override its saved parameters (e.g.
     device). expected: the class asked for (its subclasses pass); any other is a ModelFileError."""
     document, tensors = read_model_file(path)
     name = document.get("estimator")
-    from tsrep.representation import TSRepEncoder
-
-    classes = {**_estimator_classes(), "TSRepEncoder": TSRepEncoder}
-    cls = classes.get(name) if isinstance(name, str) else None
+    cls = _model_class(name)
     if cls is None:
-        raise ModelFileError(f"{str(path)!r} holds an estimator {name!r}, which is not a tsrep estimator ({sorted(classes)})")
+        known = sorted([*tsrep.estimators.__all__, "TSRepEncoder"])
+        raise ModelFileError(f"{str(path)!r} holds an estimator {name!r}, which is not a tsrep estimator ({known})")
     if expected is not None and not issubclass(cls, expected):
         raise ModelFileError(
             f"{str(path)!r} holds a {name}, not a {expected.__name__}: load it with {name}.load or tsrep.load"
         )
-    if cls is TSRepEncoder:
-        return TSRepEncoder.load(path, **params)
+    if name == "TSRepEncoder":
+        return cls.load(path, **params)
     where = f"model file {str(path)!r}"
     try:
         if hasattr(cls, "_from_model_file"):  # the text and image estimators (tsrep.estimators._tensor_base)

@@ -1,10 +1,10 @@
 """What the text and image estimators share (tsrep.estimators.text, tsrep.estimators.vision).
 
 Their networks take whole tensors (token ids with their attention mask, images), not padded series, so
-they do not use the series harness (tsrep.estimators._harness); they follow the same conventions:
+they do not use the series harness (tsrep.estimators._base); they follow the same conventions:
 parameters declared once as data (tsrep.estimators._parameters) and stored untouched by ``__init__``,
 checked by ``fit`` with errors naming the parameter; fitted attributes ending in ``_``; training by the
-shared loop (tsrep.training.backbone_fit.fit_tensors, a tsrep.training.loop.Trainer) with ``callbacks``;
+shared loop (tsrep.training.tensor_fit.fit_tensors, a tsrep.training.loop.Trainer) with ``callbacks``;
 ``save`` / ``load`` in tsrep's pickle-free model file (tsrep._serialization).
 
 A subclass gives
@@ -33,11 +33,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from tsrep._serialization import ModelFileError, from_json, prefixed, to_json, write_model_file
 from tsrep.backbones.config import check_constraints, positive_int
-from tsrep.estimators._common import (
+from tsrep.estimators._checks import (
     check_class_labels, check_enough_cases, check_finite_outputs, check_optimizer, resolve_device, seed_from,
 )
 from tsrep.estimators._saving import _checked_params, _cpu_if_no_cuda, load_estimator, params_to_json
-from tsrep.training.backbone_fit import accuracy, fit_tensors, predict_logits
+from tsrep.training.tensor_fit import accuracy, fit_tensors, predict_logits
 from tsrep.training.callbacks import check_callbacks
 from tsrep.training.loop import History, count_parameters
 
@@ -57,7 +57,7 @@ TENSOR_TRAINING = {
     "weight_decay": (0.01, [Interval(Real, 0, None, closed="left")]),
     "lr_schedule": ("cosine", [StrOptions({"cosine", "none"}), callable]),
     "grad_clip": (1.0, [Interval(Real, 0, None, closed="neither"), None]),
-    "device": ("auto", "no_validation"),  # names and torch.device objects: tsrep.estimators._common.resolve_device
+    "device": ("auto", "no_validation"),  # names and torch.device objects: tsrep.estimators._checks.resolve_device
     "random_state": (None, ["random_state"]),
     "callbacks": (None, "no_validation"),  # a Callback, a list of them or None: tsrep.training.callbacks
 }
@@ -90,13 +90,9 @@ TRAINING_PARAMETERS_DOC = """    optimizer : str or torch.optim.Optimizer subcla
         Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
         (tsrep.training.callbacks); logs hold train_loss, lr and seconds; on_epoch_end returning True stops."""
 
-#: The numpydoc entries of the fitted attributes every estimator here has.
-FITTED_ATTRIBUTES_DOC = """    history_ : tsrep.training.History
-        Training loss (and seconds) per epoch.
-    n_epochs_ : int
-        Epochs trained.
-    n_parameters_ : int
-        Trainable parameters of the network."""
+#: The numpydoc entries of the fitted attributes every estimator here has: a placeholder that
+#: tsrep.estimators._parameters.keyword_parameters writes out from the shared declarations.
+FITTED_ATTRIBUTES_DOC = "    {attributes: history_ n_epochs_ n_parameters_}"
 
 # Fitted attributes of every estimator here that the model file keeps (the weights go to tensors).
 _FITTED_COMMON = ("classes_", "n_classes_", "y_mean_", "y_std_", "network_config_", "n_parameters_", "n_epochs_")

@@ -181,10 +181,7 @@ class EATextClassifier(TensorClassifierMixin, _EATextEstimator):
 {_PARAMETERS_DOC}
     Attributes
     ----------
-    classes_ : ndarray of shape (n_classes,)
-        The class labels.
-    n_classes_ : int
-        The number of classes.
+    {{attributes: classes_ n_classes_}}
 {_ATTRIBUTES_DOC}
 
     See Also
@@ -213,8 +210,7 @@ class EATextRegressor(TensorRegressorMixin, _EATextEstimator):
 {_PARAMETERS_DOC}
     Attributes
     ----------
-    y_mean_, y_std_ : float
-        The standardisation of the training targets.
+    {{attributes: y_mean_ y_std_}}
 {_ATTRIBUTES_DOC}
 
     Examples

@@ -123,9 +123,7 @@ class EAViTClassifier(TensorClassifierMixin, TensorEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (n_classes,)
-        The class labels.
-    n_classes_ : int
+    {{attributes: classes_ n_classes_}}
     image_shape_ : tuple of int
         (channels, height, width) of the training images; prediction takes images of this shape.
     patch_size_ : int

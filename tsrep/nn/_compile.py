@@ -22,16 +22,23 @@ _state = threading.local()
 
 
 @contextmanager
+def thread_setting(state: threading.local, name: str, value, default=None):
+    """Set ``state.<name>`` to `value` for the block, in this thread; then back to what it was (`default` if unset)."""
+    before = getattr(state, name, default)
+    setattr(state, name, value)
+    try:
+        yield
+    finally:
+        setattr(state, name, before)
+
+
+@contextmanager
 def stock_ops():
     """Run tsrep's layers with stock PyTorch operations only (twice differentiable; more memory than the
     fused steps). Forward passes inside the block build graphs that ``torch.autograd.grad(...,
     create_graph=True)`` and ``gradgradcheck`` can differentiate again."""
-    before = getattr(_state, "stock", False)
-    _state.stock = True
-    try:
+    with thread_setting(_state, "stock", True, default=False):
         yield
-    finally:
-        _state.stock = before
 
 
 def compiling() -> bool:

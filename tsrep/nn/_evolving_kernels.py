@@ -48,6 +48,40 @@ def _evolved_tile(q, k, q_hat, k_hat, prev_b, valid_b, w_o, bias_o, o, rows, col
     return a_in, c, z, keep, col_ok
 
 @triton.jit
+def _program_head(K: tl.constexpr):
+    """The (batch, head) of this program, bo = b * K + o (grid axis 1): bo, o, and bo and b as int64 offsets."""
+    bo = tl.program_id(1)
+    b = bo // K
+    return bo, bo % K, bo.to(tl.int64), b.to(tl.int64)
+
+@triton.jit
+def _head_operands(PREV, VALID, W, BIAS, o, b64, N, K: tl.constexpr, KS: tl.constexpr):
+    """prev_b and valid_b (the batch's (K, N, N) prev and (N,) valid steps), w_o and bias_o (output head o's
+    (K, KS, KS) weights and its bias), as _evolved_tile takes them."""
+    return PREV + b64 * K * N * N, VALID + b64 * N, W + o * K * KS * KS, tl.load(BIAS + o)
+
+@triton.jit
+def _load_queries(Q, QH, bo64, rows, dims, N, D, BW: tl.constexpr):
+    """q (BM, BD) and q_hat (BM, BW) of head bo64 at the steps rows, zero past N and D."""
+    row_in = rows < N
+    q = tl.load(Q + bo64 * N * D + rows[:, None] * D + dims[None, :], mask=row_in[:, None] & (dims < D)[None, :],
+                other=0.0)
+    wide = tl.arange(0, BW)
+    q_hat = tl.load(QH + bo64 * N * BW + rows[:, None] * BW + wide[None, :], mask=row_in[:, None], other=0.0)
+    return q, q_hat
+
+@triton.jit
+def _load_keys(Kk, V, KH, bo64, b64, cols, dims, N, D, BW: tl.constexpr):
+    """k, v (BN, BD) of head bo64 and k_hat (BN, BW) of batch b64 at the steps cols, zero past N and D."""
+    col_in = cols < N
+    kv_mask = col_in[:, None] & (dims < D)[None, :]
+    k = tl.load(Kk + bo64 * N * D + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
+    v = tl.load(V + bo64 * N * D + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
+    wide = tl.arange(0, BW)
+    k_hat = tl.load(KH + b64 * N * BW + cols[:, None] * BW + wide[None, :], mask=col_in[:, None], other=0.0)
+    return k, v, k_hat
+
+@triton.jit
 def _forward_kernel(Q, Kk, V, QH, KH, PREV, VALID, W, BIAS, OUT, LOGITS, LSE,
                     N, D, scale, alpha, beta, p_drop, seed,
                     K: tl.constexpr, KS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
@@ -55,33 +89,20 @@ def _forward_kernel(Q, Kk, V, QH, KH, PREV, VALID, W, BIAS, OUT, LOGITS, LSE,
                     PREC: tl.constexpr):
     """One program: BM query rows of one (batch, head), all key tiles, online softmax."""
     pid_m = tl.program_id(0)
-    bo = tl.program_id(1)
-    b = bo // K
-    o = bo % K
-    bo64 = bo.to(tl.int64)
-    b64 = b.to(tl.int64)
+    bo, o, bo64, b64 = _program_head(K)
     rows = pid_m * BM + tl.arange(0, BM)
     dims = tl.arange(0, BD)
-    wide = tl.arange(0, BW)
     row_in = rows < N
     dim_in = dims < D
-    qd_mask = row_in[:, None] & dim_in[None, :]
-    q = tl.load(Q + bo64 * N * D + rows[:, None] * D + dims[None, :], mask=qd_mask, other=0.0)
-    q_hat = tl.load(QH + bo64 * N * BW + rows[:, None] * BW + wide[None, :], mask=row_in[:, None], other=0.0)
-    prev_b = PREV + b64 * K * N * N
-    valid_b = VALID + b64 * N
-    w_o = W + o * K * KS * KS
-    bias_o = tl.load(BIAS + o)
+    q, q_hat = _load_queries(Q, QH, bo64, rows, dims, N, D, BW)
+    prev_b, valid_b, w_o, bias_o = _head_operands(PREV, VALID, W, BIAS, o, b64, N, K, KS)
     m_i = tl.full((BM,), float("-inf"), tl.float32)
     l_i = tl.zeros((BM,), tl.float32)
     acc = tl.zeros((BM, BD), tl.float32)
     for j0 in range(0, N, BN):
         cols = j0 + tl.arange(0, BN)
         col_in = cols < N
-        kv_mask = col_in[:, None] & dim_in[None, :]
-        k = tl.load(Kk + bo64 * N * D + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
-        v = tl.load(V + bo64 * N * D + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
-        k_hat = tl.load(KH + b64 * N * BW + cols[:, None] * BW + wide[None, :], mask=col_in[:, None], other=0.0)
+        k, v, k_hat = _load_keys(Kk, V, KH, bo64, b64, cols, dims, N, D, BW)
         a_in, c, z, keep, col_ok = _evolved_tile(q, k, q_hat, k_hat, prev_b, valid_b, w_o, bias_o, o, rows, cols,
                                                  N, scale, alpha, beta, K, KS, HAS_PREV, HAS_MASK, PREC)
         z = z.to(LOGITS.dtype.element_ty)
@@ -106,6 +127,40 @@ def _forward_kernel(Q, Kk, V, QH, KH, PREV, VALID, W, BIAS, OUT, LOGITS, LSE,
     tl.store(LSE + bo64 * N + rows, m_i + tl.log(l_i), mask=row_in)
 
 @triton.jit
+def _logits_backward(z, keep, col_ok, do, v, LSE, DELTA, DLOGITS, bo, bo64, rows, cols, N, seed, p_drop,
+                     DROPOUT: tl.constexpr, PREC: tl.constexpr, HAS_DLOGITS: tl.constexpr):
+    """The tile's share of dv (BN, BD) and G = keep * (dZ + d A_logit from the next layer) (BM, BN), from the
+    evolved logits z as the forward stored them: the softmax's backward, with the dropout mask drawn again."""
+    dt = do.dtype
+    row_in = rows < N
+    lse = tl.load(LSE + bo64 * N + rows, mask=row_in, other=0.0)
+    delta = tl.load(DELTA + bo64 * N + rows, mask=row_in, other=0.0)
+    z = tl.where(col_ok[None, :], z.to(dt).to(tl.float32), float("-inf"))
+    p = tl.where(row_in[:, None], tl.exp(z - lse[:, None]), 0.0)
+    dp = tl.dot(do, tl.trans(v), input_precision=PREC)
+    if DROPOUT:
+        kept = tl.rand(seed + bo, rows[:, None] * N + cols[None, :]) >= p_drop
+        dv = tl.dot(tl.trans(tl.where(kept, p / (1.0 - p_drop), 0.0).to(dt)), do, input_precision=PREC)
+        dp = tl.where(kept, dp / (1.0 - p_drop), 0.0)
+    else:
+        dv = tl.dot(tl.trans(p.to(dt)), do, input_precision=PREC)
+    g = p * (dp - delta[:, None])
+    if HAS_DLOGITS:
+        g += tl.load(DLOGITS + bo64 * N * N + rows[:, None] * N + cols[None, :],
+                     mask=row_in[:, None] & (cols < N)[None, :], other=0.0).to(tl.float32)
+    return dv, tl.where(keep, g, 0.0)
+
+@triton.jit
+def _add_query_grads(DQ, DQH, ds, dc, k, k_hat, bo64, rows, dims, N, D, BW: tl.constexpr, PREC: tl.constexpr):
+    """Add the tile's dq = dS k and dQhat = dC Khat to their rows (every key tile adds its share: atomics)."""
+    row_in = rows < N
+    tl.atomic_add(DQ + bo64 * N * D + rows[:, None] * D + dims[None, :], tl.dot(ds, k, input_precision=PREC),
+                  mask=row_in[:, None] & (dims < D)[None, :])
+    wide = tl.arange(0, BW)
+    tl.atomic_add(DQH + bo64 * N * BW + rows[:, None] * BW + wide[None, :], tl.dot(dc, k_hat, input_precision=PREC),
+                  mask=row_in[:, None])
+
+@triton.jit
 def _backward_kernel(Q, Kk, V, QH, KH, PREV, VALID, W, BIAS, DO, LSE, DELTA, DLOGITS,
                      DQ, DK, DV, DQH, DKH, DC, DPREV, DBIAS,
                      N, D, scale, alpha, beta, p_drop, seed, s_coef, prev_coef,
@@ -118,24 +173,13 @@ def _backward_kernel(Q, Kk, V, QH, KH, PREV, VALID, W, BIAS, DO, LSE, DELTA, DLO
     part (1 - beta) * G goes to dS (times 1 - alpha: s_coef includes it and the scale) and, in later
     layers, to d prev (prev_coef = alpha * (1 - beta)); dC goes to dQhat, dKhat and the dC map."""
     pid_n = tl.program_id(0)
-    bo = tl.program_id(1)
-    b = bo // K
-    o = bo % K
-    bo64 = bo.to(tl.int64)
-    b64 = b.to(tl.int64)
+    bo, o, bo64, b64 = _program_head(K)
     cols = pid_n * BN + tl.arange(0, BN)
     dims = tl.arange(0, BD)
-    wide = tl.arange(0, BW)
     col_in = cols < N
     dim_in = dims < D
-    kv_mask = col_in[:, None] & dim_in[None, :]
-    k = tl.load(Kk + bo64 * N * D + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
-    v = tl.load(V + bo64 * N * D + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
-    k_hat = tl.load(KH + b64 * N * BW + cols[:, None] * BW + wide[None, :], mask=col_in[:, None], other=0.0)
-    prev_b = PREV + b64 * K * N * N
-    valid_b = VALID + b64 * N
-    w_o = W + o * K * KS * KS
-    bias_o = tl.load(BIAS + o)
+    k, v, k_hat = _load_keys(Kk, V, KH, bo64, b64, cols, dims, N, D, BW)
+    prev_b, valid_b, w_o, bias_o = _head_operands(PREV, VALID, W, BIAS, o, b64, N, K, KS)
     dt = Q.dtype.element_ty
     dk = tl.zeros((BN, BD), tl.float32)
     dv = tl.zeros((BN, BD), tl.float32)
@@ -144,45 +188,30 @@ def _backward_kernel(Q, Kk, V, QH, KH, PREV, VALID, W, BIAS, DO, LSE, DELTA, DLO
     for i0 in range(0, N, BM):
         rows = i0 + tl.arange(0, BM)
         row_in = rows < N
-        qd_mask = row_in[:, None] & dim_in[None, :]
-        tile_in = row_in[:, None] & col_in[None, :]
-        q = tl.load(Q + bo64 * N * D + rows[:, None] * D + dims[None, :], mask=qd_mask, other=0.0)
-        do = tl.load(DO + bo64 * N * D + rows[:, None] * D + dims[None, :], mask=qd_mask, other=0.0)
-        q_hat = tl.load(QH + bo64 * N * BW + rows[:, None] * BW + wide[None, :], mask=row_in[:, None], other=0.0)
-        lse = tl.load(LSE + bo64 * N + rows, mask=row_in, other=0.0)
-        delta = tl.load(DELTA + bo64 * N + rows, mask=row_in, other=0.0)
+        q, q_hat = _load_queries(Q, QH, bo64, rows, dims, N, D, BW)
+        do = tl.load(DO + bo64 * N * D + rows[:, None] * D + dims[None, :], mask=row_in[:, None] & dim_in[None, :],
+                     other=0.0)
         a_in, c, z, keep, col_ok = _evolved_tile(q, k, q_hat, k_hat, prev_b, valid_b, w_o, bias_o, o, rows, cols,
                                                  N, scale, alpha, beta, K, KS, HAS_PREV, HAS_MASK, PREC)
-        z = tl.where(col_ok[None, :], z.to(dt).to(tl.float32), float("-inf"))
-        p = tl.where(row_in[:, None], tl.exp(z - lse[:, None]), 0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision=PREC)
-        if DROPOUT:
-            kept = tl.rand(seed + bo, rows[:, None] * N + cols[None, :]) >= p_drop
-            dv += tl.dot(tl.trans(tl.where(kept, p / (1.0 - p_drop), 0.0).to(dt)), do, input_precision=PREC)
-            dp = tl.where(kept, dp / (1.0 - p_drop), 0.0)
-        else:
-            dv += tl.dot(tl.trans(p.to(dt)), do, input_precision=PREC)
-        g = p * (dp - delta[:, None])
-        if HAS_DLOGITS:
-            g += tl.load(DLOGITS + bo64 * N * N + rows[:, None] * N + cols[None, :], mask=tile_in,
-                         other=0.0).to(tl.float32)
-        g = tl.where(keep, g, 0.0)
+        dv_tile, g = _logits_backward(z, keep, col_ok, do, v, LSE, DELTA, DLOGITS, bo, bo64, rows, cols, N, seed,
+                                      p_drop, DROPOUT, PREC, HAS_DLOGITS)
+        dv += dv_tile
         dc = tl.where(c > 0, beta * g, 0.0)
         ds = (g * s_coef).to(dt)
-        dk += tl.dot(tl.trans(ds), q, input_precision=PREC)
-        tl.atomic_add(DQ + bo64 * N * D + rows[:, None] * D + dims[None, :],
-                      tl.dot(ds, k, input_precision=PREC), mask=qd_mask)
         dc_t = dc.to(dt)
+        dk += tl.dot(tl.trans(ds), q, input_precision=PREC)
         dk_hat += tl.dot(tl.trans(dc_t), q_hat, input_precision=PREC)
-        tl.atomic_add(DQH + bo64 * N * BW + rows[:, None] * BW + wide[None, :],
-                      tl.dot(dc_t, k_hat, input_precision=PREC), mask=row_in[:, None])
+        _add_query_grads(DQ, DQH, ds, dc_t, k, k_hat, bo64, rows, dims, N, D, BW, PREC)
         dbias += tl.sum(dc, 0)
         if HAS_PREV:
             tile = bo64 * N * N + rows[:, None] * N + cols[None, :]
+            tile_in = row_in[:, None] & col_in[None, :]
             tl.store(DC + tile, dc_t, mask=tile_in)
             tl.store(DPREV + tile, (g * prev_coef).to(DPREV.dtype.element_ty), mask=tile_in)
+    kv_mask = col_in[:, None] & dim_in[None, :]
     tl.store(DK + bo64 * N * D + cols[:, None] * D + dims[None, :], dk, mask=kv_mask)
     tl.store(DV + bo64 * N * D + cols[:, None] * D + dims[None, :], dv, mask=kv_mask)
+    wide = tl.arange(0, BW)
     tl.store(DKH + bo64 * N * BW + cols[:, None] * BW + wide[None, :], dk_hat, mask=col_in[:, None])
     tl.store(DBIAS + bo64 * tl.num_programs(0) + pid_n, tl.sum(dbias, 0))
 

@@ -9,6 +9,7 @@ uses this module gets the same evolving-attention code.
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from typing import Callable
 
@@ -16,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tsrep._deprecation import renamed_keywords
+from tsrep.nn._checks import is_integer
 from tsrep.nn.deacon import DeaconHeadMixing, pca_settings
 from tsrep.nn.evolving import AttentionMapEvolution, query_key_product
 from tsrep.nn.interacting import n_virtual_heads, virtual_heads
@@ -59,7 +60,7 @@ class MultiHeadAttention(nn.Module):
         Components the PCA layer keeps (None: all heads); W^O is sized by it.
     deacon_settings : dict or None
         deacon_dp, deacon_xi, deacon_inner_steps, gha_lr of the PCA layer (tsrep.nn.deacon.PCALayer;
-        the keys dP, xi, inner_steps of DCTransformerConfig.deacon_settings are read too).
+        the paper's symbols dP, xi, inner_steps are read too).
     causal : bool
         Decoder self-attention: query i attends to keys j <= i only.
     map_conv_mask : {None, "full", "causal", "cross"}
@@ -70,27 +71,14 @@ class MultiHeadAttention(nn.Module):
         convolution then never mixes across an image row boundary (tsrep.nn.evolving).
     """
 
-    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
-    def __init__(
-        self,
-        dim_in: int,
-        d_model: int,
-        n_heads: int,
-        alpha: float = 0.0,
-        beta: float = 0.0,
-        attn_kernel_size: int = 3,
-        dropout: float = 0.0,
-        interacting: str | None = None,
-        head_mixing: str | None = None,
-        deacon_m: int | None = None,
-        deacon_settings: dict | None = None,
-        causal: bool = False,
-        map_conv_mask: str | None = None,
-        map_grid: tuple[int, int] | None = None,
-    ):
+    def __init__(self, dim_in: int, d_model: int, n_heads: int, alpha: float = 0.0, beta: float = 0.0,
+                 attn_kernel_size: int = 3, dropout: float = 0.0, interacting: str | None = None,
+                 head_mixing: str | None = None, deacon_m: int | None = None, deacon_settings: dict | None = None,
+                 causal: bool = False, map_conv_mask: str | None = None, map_grid: tuple[int, int] | None = None):
         super().__init__()
-        if n_heads < 1 or d_model % n_heads != 0:
+        if not is_integer(n_heads) or n_heads < 1 or d_model % n_heads != 0:
             raise ValueError(f"n_heads={n_heads} must be >= 1 and divide the attention width {d_model}")
+        n_heads = operator.index(n_heads)
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.interacting = interacting
@@ -117,16 +105,10 @@ class MultiHeadAttention(nn.Module):
     def is_evolving(self) -> bool:
         return self.evolution is not None
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        valid: torch.Tensor | None = None,
-        prev_logits: torch.Tensor | None = None,
-        need_logits: bool = False,
-        query: torch.Tensor | None = None,
-        query_valid: torch.Tensor | None = None,
-        logit_bias: torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, prev_logits: torch.Tensor | None = None,
+                need_logits: bool = False, query: torch.Tensor | None = None, query_valid: torch.Tensor | None = None,
+                logit_bias: torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None = None,
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         x:           (B, N, dim_in) input of keys and values (and of queries for self-attention)
         valid:       (B, N) bool, False at padded steps (None: all valid)

@@ -18,19 +18,21 @@ row's first (tsrep.nn.evolving). A stack of these layers carries the logits from
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch import nn
 
-from tsrep._deprecation import renamed_keywords
+from tsrep.nn._checks import is_integer, positive_int
 from tsrep.nn.attention import MultiHeadAttention
 
 
 def as_pair(value, name: str) -> tuple[int, int]:
     """An int or a pair of positive ints (height, width) -> (int, int); ValueError naming `name` otherwise."""
-    pair = (value, value) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else ()
-    if len(pair) != 2 or not all(isinstance(v, int) and v >= 1 for v in pair):
+    pair = (value, value) if is_integer(value) else tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(pair) != 2 or not all(is_integer(v) and v >= 1 for v in pair):
         raise ValueError(f"{name} must be a positive integer or a pair of them, got {value!r}")
-    return pair
+    return operator.index(pair[0]), operator.index(pair[1])
 
 
 class AttentionAugmentedConv2d(nn.Module):
@@ -62,30 +64,19 @@ class AttentionAugmentedConv2d(nn.Module):
     forward(x (B, C_in, H, W), prev_logits (B, K, HW, HW) or None) -> (B, C_out, H, W), logits
     """
 
-    @renamed_keywords({"map_kernel_size": "attn_kernel_size"})
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: int = 3,
-        attn_channels: int | None = None,
-        n_heads: int = 4,
-        alpha: float = 0.5,
-        beta: float = 1.0,
-        attn_kernel_size: int = 3,
-        feature_size: int | tuple[int, int] | None = None,
-        dropout: float = 0.0,
-    ):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, attn_channels: int | None = None,
+                 n_heads: int = 4, alpha: float = 0.5, beta: float = 1.0, attn_kernel_size: int = 3,
+                 feature_size: int | tuple[int, int] | None = None, dropout: float = 0.0):
         super().__init__()
-        if not isinstance(in_channels, int) or in_channels < 1:
-            raise ValueError(f"in_channels must be a positive integer, got {in_channels!r}")
-        if not isinstance(out_channels, int) or out_channels < 1:
-            raise ValueError(f"out_channels must be a positive integer, got {out_channels!r}")
-        if not isinstance(kernel_size, int) or kernel_size < 1 or kernel_size % 2 == 0:
+        in_channels = positive_int("in_channels", in_channels)
+        out_channels = positive_int("out_channels", out_channels)
+        if not is_integer(kernel_size) or kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size!r}")
+        kernel_size = operator.index(kernel_size)
         attn_channels = out_channels // 2 if attn_channels is None else attn_channels
-        if not isinstance(attn_channels, int) or not 0 <= attn_channels <= out_channels:
+        if not is_integer(attn_channels) or not 0 <= attn_channels <= out_channels:
             raise ValueError(f"attn_channels must be an integer in [0, out_channels={out_channels}], got {attn_channels!r}")
+        attn_channels = operator.index(attn_channels)
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.attn_channels = attn_channels

@@ -8,8 +8,10 @@
     "crossed"      CrossedCoAttention (two branches)           as given, each branch its own maps
 
 Kinds are registered by name (as timm registers its models and layers): ``register_attention``
-adds one, ``attention_kind_names()`` lists them, and ``build_attention`` and the parameter checks look
-them up, so a new kind needs no change here.
+adds one, ``attention_kind_names()`` lists them, and ``build_attention``, tsrep.nn.TransformerLayer, the
+EA-DC-Transformer's layers and the parameter checks look them up, so a new kind needs no change here.
+What callers need to know of a kind without building it (``attention_kind(name).n_maps(n_heads)``,
+``.heads_interact``) is declared when it is registered.
 
 head_mixing (None or "deacon-direct" | "deacon-average" | "deacon-nonlinear") adds the DEACON PCA
 layer before the output projection of every attention module (each branch of a crossed one); it
@@ -18,13 +20,12 @@ mixes the h head outputs, or the h*h pair outputs of interacting attention.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import Callable
 
 from torch import nn
 
-from tsrep._deprecation import renamed_keywords
+from tsrep.nn._checks import is_integer, positive_int
 from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.crossed import CrossedCoAttention
 from tsrep.nn.deacon import (
@@ -39,34 +40,51 @@ class AttentionKind:
 
     build : callable
         ``build(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, head_mixing=...,
-        deacon_m=..., deacon_settings=...)`` -> module with ``forward(x, valid, prev_logits) -> (out, logits)``.
+        deacon_m=..., deacon_settings=..., **options)`` -> module with ``forward(x, valid, prev_logits,
+        need_logits) -> (out, logits)``; options: further MultiHeadAttention keywords a caller may give
+        (tsrep.nn.TransformerLayer passes ``causal`` and its ``attention_options``).
     interacting : {None, "pairs", "summed"}
         How its heads interact (tsrep.nn.interacting): "pairs" gives h*h head outputs for DEACON to mix.
     needs_attention_branch : bool
         False for the kinds that a layer without attention (p = 0: dilated convolution only) may
         name, as it names the default "evolving"; the others mean nothing there and are refused.
+    branches : int
+        Attention modules of one layer that each keep their own maps (2 for crossed co-attention).
     """
 
     name: str
     build: Callable[..., nn.Module]
     interacting: str | None = None
     needs_attention_branch: bool = True
+    branches: int = 1
+
+    def n_maps(self, n_heads: int) -> int:
+        """The (B, ., N, N) attention maps one layer of this kind holds per case with n_heads heads."""
+        return self.branches * n_virtual_heads(n_heads, self.interacting)
+
+    @property
+    def heads_interact(self) -> bool:
+        """Whether the heads' maps interact, so that Li and Luo's head-count rule (Eq. 13) applies to it."""
+        return self.interacting is not None
 
 
 _REGISTRY: dict[str, AttentionKind] = {}
 
 
-def register_attention(name: str, *, interacting: str | None = None, needs_attention_branch: bool = True):
+def register_attention(
+    name: str, *, interacting: str | None = None, needs_attention_branch: bool = True, branches: int = 1
+):
     """Decorator registering ``build`` (see AttentionKind) as the attention kind `name`."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"an attention kind's name must be a non-empty string, got {name!r}")
     if interacting is not None and interacting not in INTERACTING_MODES:
         raise ValueError(f"interacting must be None or one of {INTERACTING_MODES}, got {interacting!r}")
+    branches = positive_int("branches", branches)
 
     def register(build: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if name in _REGISTRY:
             raise ValueError(f"attention kind {name!r} is already registered")
-        _REGISTRY[name] = AttentionKind(name, build, interacting, needs_attention_branch)
+        _REGISTRY[name] = AttentionKind(name, build, interacting, needs_attention_branch, branches)
         return build
 
     return register
@@ -109,7 +127,7 @@ def _interacting_summed_attention(dim_in, d_model, n_heads, alpha, beta, attn_ke
     )
 
 
-@register_attention("crossed")
+@register_attention("crossed", branches=2)
 def _crossed_co_attention(dim_in, d_model, n_heads, alpha, beta, attn_kernel_size, dropout, **mixing):
     # Each branch's copy of the input gets its own dropout mask (rate: the model's dropout).
     return CrossedCoAttention(
@@ -158,9 +176,7 @@ def validate_attention_options(
         return
     n_mixed = n_virtual_heads(n_heads, kind.interacting)
     limit = max_deacon_m(head_mixing, n_mixed)
-    if deacon_m is not None and (
-        isinstance(deacon_m, bool) or not isinstance(deacon_m, numbers.Integral) or not 1 <= deacon_m <= limit
-    ):
+    if deacon_m is not None and (not is_integer(deacon_m) or not 1 <= deacon_m <= limit):
         what = f"{n_mixed} head outputs" + (" (h*h pairs of interacting attention)" if n_mixed != n_heads else "")
         rule = "h + h(h+1)/2" if head_mixing == "deacon-nonlinear" else "h"
         raise ValueError(
@@ -170,7 +186,6 @@ def validate_attention_options(
     validate_deacon_settings(deacon_dp, deacon_xi, deacon_inner_steps)
 
 
-@renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
 def build_attention(
     attention: str,
     dim_in: int,

@@ -53,27 +53,10 @@ def resolve_augmentation(augmentation, n_cases: int, min_length: int | None = No
     `min_length` is the length of the shortest training series (None: long enough to slice);
     `conv_stem` the width of the model's convolutional stem (None: the model has none).
 
-    Measured on UCR problems (seed 0, every other default): augmenting helped the small training sets
-    (FaceFour 24 cases +0.23, Beef 30 +0.17, Lightning7 70 +0.11; ArrowHead 36 and GunPoint 50 unchanged;
-    Coffee 28 -0.04) and hurt the larger ones (OSULeaf 200 -0.08, Adiac 390 -0.23, DistalPhalanxTW 400
-    -0.01; with 2.6x the steps Adiac still lost, 0.73 -> 0.34), where the same budget spread over more,
-    noisier data leaves the network underfit. The case threshold lies between those two groups. On
-    ItalyPowerDemand (67 cases of 24 steps) the window cost 0.034: 0.930 / 0.928 (seeds 0, 1) with all
-    three, 0.965 / 0.960 with scaling and jitter alone; cutting 10 % of a 24-step series removes whole
-    steps that the per-step tokens of such short series each see.
-
-    Those figures were taken before the EA-DC-Transformer's tokens could come from a convolutional stem
-    (tsrep.nn.conv_stem). With a stem, augmenting the sets below AUTO_MAX_CASES cost accuracy; without
-    augmentation (seeds 0-2, against the same fits augmented): Lightning7 (70 cases) 0.849 / 0.822 /
-    0.781 against 0.781 / 0.726 / 0.726, ArrowHead (36) 0.834 / 0.863 / 0.880 against 0.811 / 0.863 /
-    0.840, GunPoint (50) 0.993 / 0.987 / 0.973 against 0.987 / 0.967 / 0.993. So "auto" augments only
-    models without a stem; the smallest sets, which get no stem, keep their augmentation (a stem
-    without augmentation took FaceFour to 0.750 and Beef to 0.733, seed 0).
-
-    Window warping joined the other three later, measured on the development panel's three augmented sets
-    (seeds 0-4, every other default; without -> with it): Beef (30 cases) 0.733 -> 0.793, FaceFour (24)
-    0.930 -> 0.950, Coffee (28) 0.979 -> 1.000, 14 of the 15 cells level or higher. Warping alone on the
-    sets that have a stem (no augmentation by default) did not help (Lightning7 0.863 -> 0.808, seed 0).
+    Augmenting helps small training sets and leaves larger ones underfit within the same step budget (hence
+    the case threshold); short series lose whole steps to a slice (scaling and jitter alone below
+    AUTO_MIN_SLICE_LENGTH steps); with a convolutional stem augmenting cost accuracy, so "auto" augments only
+    models without one. The figures are in the user guide's training recipe page.
     """
     if isinstance(augmentation, str) and augmentation == AUTO:
         if n_cases >= AUTO_MAX_CASES or conv_stem:

@@ -32,7 +32,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tsrep._deprecation import renamed_keywords
 from tsrep.nn.attention import MultiHeadAttention
 
 CORRUPTIONS = ("swap", "mask", None)
@@ -80,22 +79,10 @@ class CrossedCoAttention(nn.Module):
         Passed to both branches (head_mixing, deacon_m, deacon_settings, interacting).
     """
 
-    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
-    def __init__(
-        self,
-        dim_in: int,
-        d_model: int,
-        n_heads: int,
-        alpha: float = 0.0,
-        beta: float = 0.0,
-        attn_kernel_size: int = 3,
-        dropout: float = 0.0,
-        input_dropout: float = 0.1,
-        corruption: str | None = "swap",
-        corruption_prob: float = 0.5,
-        mask_fraction: float = 0.1,
-        **branch_kwargs,
-    ):
+    def __init__(self, dim_in: int, d_model: int, n_heads: int, alpha: float = 0.0, beta: float = 0.0,
+                 attn_kernel_size: int = 3, dropout: float = 0.0, input_dropout: float = 0.1,
+                 corruption: str | None = "swap", corruption_prob: float = 0.5, mask_fraction: float = 0.1,
+                 **branch_kwargs):
         super().__init__()
         if corruption not in CORRUPTIONS:
             raise ValueError(f"corruption must be one of {CORRUPTIONS}, got {corruption!r}")
@@ -126,14 +113,9 @@ class CrossedCoAttention(nn.Module):
             copies.append(corrupt_series(c, valid, self.corruption, self.corruption_prob, self.mask_fraction))
         return copies[0], copies[1]
 
-    def forward_pair(
-        self,
-        x_left: torch.Tensor,
-        x_right: torch.Tensor,
-        valid: torch.Tensor | None = None,
-        prev_logits: torch.Tensor | None = None,
-        need_logits: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def forward_pair(self, x_left: torch.Tensor, x_right: torch.Tensor, valid: torch.Tensor | None = None,
+                     prev_logits: torch.Tensor | None = None,
+                     need_logits: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The two branches on given inputs (no corruption): (left (B, N, d_model), right (B, N, d_model), logits)."""
         prev_l, prev_r = prev_logits.chunk(2, dim=1) if prev_logits is not None else (None, None)
         left, logits_l = self.left(x_left, valid, prev_l, need_logits, query=x_right, query_valid=valid)
@@ -141,13 +123,8 @@ class CrossedCoAttention(nn.Module):
         logits = torch.cat([logits_l, logits_r], dim=1) if logits_l is not None else None
         return left, right, logits
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        valid: torch.Tensor | None = None,
-        prev_logits: torch.Tensor | None = None,
-        need_logits: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, prev_logits: torch.Tensor | None = None,
+                need_logits: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, N, dim_in) -> (B, N, d_model), carried logits (B, 2K, N, N) or None"""
         x_left, x_right = self.branch_inputs(x, valid)
         left, right, logits = self.forward_pair(x_left, x_right, valid, prev_logits, need_logits)

@@ -26,7 +26,7 @@ import numbers
 import torch
 from torch import nn
 
-from tsrep._deprecation import renamed_keywords
+from tsrep.nn._checks import is_integer
 from tsrep.nn.norm import MaskedBatchNorm1d
 
 HEAD_MIXINGS = ("deacon-direct", "deacon-average", "deacon-nonlinear")
@@ -41,8 +41,8 @@ DEACON_INNER_STEPS = 500
 #: GHA-only step size, in units of 1 / trace(moment) (see PCALayer).
 GHA_LR = 0.5
 
-# The paper's symbols, the keys of the deacon_settings dicts that DCTransformerConfig.deacon_settings and
-# saved models hold, and the PCALayer keywords they name (the keywords' old names too).
+# The paper's symbols (also the names of tsrep.training.deacon.DeaconOptimizer's settings), which a deacon_settings
+# dict may use as keys, and the PCALayer keywords they name.
 _PAPER_SYMBOLS = {"dP": "deacon_dp", "xi": "deacon_xi", "inner_steps": "deacon_inner_steps"}
 
 
@@ -89,7 +89,6 @@ class PCALayer(nn.Module):
         GHA-only step size, in units of 1 / trace(moment) (so eta * lambda_max <= gha_lr: stable).
     """
 
-    @renamed_keywords(_PAPER_SYMBOLS)
     def __init__(
         self,
         n_in: int,
@@ -127,11 +126,7 @@ def validate_deacon_settings(deacon_dp, deacon_xi, deacon_inner_steps, gha_lr=GH
         raise ValueError(f"deacon_dp must be a positive number, got {deacon_dp!r}")
     if isinstance(deacon_xi, bool) or not (isinstance(deacon_xi, numbers.Real) and 0 < deacon_xi < 1):
         raise ValueError(f"deacon_xi must be in (0, 1), got {deacon_xi!r}")
-    if (
-        isinstance(deacon_inner_steps, bool)
-        or not isinstance(deacon_inner_steps, numbers.Integral)
-        or deacon_inner_steps < 0
-    ):
+    if not is_integer(deacon_inner_steps) or deacon_inner_steps < 0:
         raise ValueError(f"deacon_inner_steps must be a non-negative integer, got {deacon_inner_steps!r}")
     if isinstance(gha_lr, bool) or not (isinstance(gha_lr, numbers.Real) and 0 < gha_lr < 1):
         raise ValueError(f"gha_lr must be in (0, 1), got {gha_lr!r}")
@@ -141,9 +136,8 @@ def pca_settings(deacon_settings: dict | None) -> dict:
     """PCALayer keyword arguments from a deacon_settings dict.
 
     Its keys are PCALayer's keywords (deacon_dp, deacon_xi, deacon_inner_steps, gha_lr) or the paper's
-    symbols dP, xi, inner_steps, which DCTransformerConfig.deacon_settings and saved models write: a
-    stored format, so read without a warning. TypeError when a setting is given under both names;
-    other keys are left for PCALayer to refuse.
+    symbols dP, xi, inner_steps. TypeError when a setting is given under both names; other keys are left
+    for PCALayer to refuse.
     """
     settings = dict(deacon_settings or {})
     for symbol, keyword in _PAPER_SYMBOLS.items():
@@ -169,12 +163,11 @@ class DeaconHeadMixing(nn.Module):
     **pca_settings : deacon_dp, deacon_xi, deacon_inner_steps, gha_lr of the PCA layer (PCALayer)
     """
 
-    @renamed_keywords(_PAPER_SYMBOLS)
     def __init__(self, kind: str, n_heads: int, head_dim: int, m: int | None = None, **pca_settings):
         super().__init__()
         n_in = pca_input_width(kind, n_heads)
         m = n_heads if m is None else m
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 1 <= m <= n_in:
+        if not is_integer(m) or not 1 <= m <= n_in:
             raise ValueError(
                 f"deacon_m={m!r} must be an integer in [1, {n_in}] for head_mixing={kind!r} with {n_heads} heads"
                 + (" (h + h(h+1)/2 for the nonlinear form)" if kind == "deacon-nonlinear" else "")

@@ -25,10 +25,13 @@ convolution of the flattened map with every tap that would wrap into another ima
 
 from __future__ import annotations
 
+import operator
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tsrep.nn._checks import is_integer
 from tsrep.nn._compile import compiling, refuse_double_backward
 
 MAP_CONV_MASKS = ("full", "causal", "cross")
@@ -87,9 +90,9 @@ class AttentionMapEvolution(nn.Module):
         if grid is not None:
             if conv_mask != "full":
                 raise ValueError(f"grid needs conv_mask='full' (pixels of a feature map), got {conv_mask!r}")
-            if len(grid) != 2 or not all(isinstance(v, int) and v >= 1 for v in grid):
+            if len(grid) != 2 or not all(is_integer(v) and v >= 1 for v in grid):
                 raise ValueError(f"grid must be a pair of positive integers (height, width), got {grid!r}")
-            grid = (int(grid[0]), int(grid[1]))
+            grid = (operator.index(grid[0]), operator.index(grid[1]))
         self.conv_mask = conv_mask
         self.grid = grid
         # Heads-innermost layout for the map convolution (ConvReluBlend); None: on CPUs only, where it

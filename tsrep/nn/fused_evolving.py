@@ -51,7 +51,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from tsrep.nn._compile import compiling, refuse_double_backward
+from tsrep.nn._compile import compiling, refuse_double_backward, thread_setting
 
 
 _state = threading.local()
@@ -68,12 +68,8 @@ def fused_evolving(enabled: bool | None = True):
     """
     if enabled not in (True, False, None) or isinstance(enabled, (int, float)) and not isinstance(enabled, bool):
         raise TypeError(f"fused_evolving(enabled) takes True, False or None, got {enabled!r}")
-    before = getattr(_state, "mode", None)
-    _state.mode = enabled
-    try:
+    with thread_setting(_state, "mode", enabled):
         yield
-    finally:
-        _state.mode = before
 
 
 @functools.cache

@@ -21,11 +21,12 @@ same zeros either way, "mean" averages over valid steps only.
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from tsrep.nn._checks import is_integer
 
 PATCH_MODES = ("patch", "mean")
 AUTO = "auto"
@@ -88,9 +89,9 @@ def window_sums(x: torch.Tensor, size: int, stride: int) -> torch.Tensor:
 
 def validate_patching(patch_len, stride, mode="patch") -> None:
     """Raise ValueError naming the bad patch parameter."""
-    if isinstance(patch_len, bool) or not isinstance(patch_len, numbers.Integral) or patch_len < 1:
+    if not is_integer(patch_len) or patch_len < 1:
         raise ValueError(f"patch_len must be a positive integer, got {patch_len!r}")
-    if isinstance(stride, bool) or not isinstance(stride, numbers.Integral) or not 1 <= stride <= patch_len:
+    if not is_integer(stride) or not 1 <= stride <= patch_len:
         raise ValueError(
             f"patch_stride must be an integer in [1, patch_len={patch_len}] (no step may be skipped), got {stride!r}"
         )
@@ -106,7 +107,7 @@ def front_end(patch_len, patch_stride, downsample) -> Patching | None:
                 f"downsample={downsample!r} and patch_len={patch_len!r}/patch_stride={patch_stride!r} are "
                 "two front ends; set one of them"
             )
-        if isinstance(downsample, bool) or not isinstance(downsample, numbers.Integral) or downsample < 1:
+        if not is_integer(downsample) or downsample < 1:
             raise ValueError(f"downsample must be a positive integer or None, got {downsample!r}")
         return Patching(downsample, downsample, "mean") if downsample > 1 else None
     if patch_len is None:
@@ -131,14 +132,9 @@ def resolve_max_tokens(max_tokens, task: str) -> int:
     """The token budget of ``patch_len="auto"``: `max_tokens` itself, or for "auto" AUTO_FEW_TOKENS for a
     classifier and AUTO_MAX_TOKENS for a regressor.
 
-    Measured on the UCR development panel over five seeds (one model per seed, every other default; the
-    tables are in the user guide's training recipe page). 32 tokens instead of 64 gained on the sets of 70
-    cases or more (Lightning7 +0.028, Ham +0.016, Adiac +0.013, OSULeaf +0.008; ECG5000 and DistalPhalanxTW
-    unchanged) at about half their fit time. On the three smallest sets, which are augmented, 32 tokens lost
-    (Beef, 30 cases, -0.067; FaceFour, 24, -0.028) until window warping joined the augmentation; with it they
-    gain (Beef 0.847 against 0.793, FaceFour 0.959 against 0.950, Coffee 1.000 both). On the two sets between
-    (stem, 36 and 50 cases) the budgets are level within seed noise (ArrowHead -0.010, GunPoint +0.002). A
-    regressor keeps AUTO_MAX_TOKENS: no regression problem was measured.
+    Fewer tokens suited the panel's classifiers of 70 cases or more at about half the fit time, and its
+    smallest sets once window warping joined their augmentation; regressors were not measured (the figures
+    are in the user guide's training recipe page).
     """
     if max_tokens != AUTO:
         return max_tokens
@@ -170,15 +166,9 @@ def resolve_conv_stem(conv_stem, patch_len, task: str, n_cases: int) -> int | No
     for "auto" AUTO_STEM_CHANNELS when `task` is "classification", the resolved `patch_len` makes patch
     tokens (long series) and the training set has at least AUTO_STEM_MIN_CASES cases; else None.
 
-    Measured on the UCR development panel (every other default; the table is in the user guide's
-    training recipe page): patch tokens as means of a 64-channel stem's features instead of linear
-    maps of the raw steps gained on the larger sets (three-seed means: OSULeaf +0.054, Adiac +0.053,
-    Ham +0.025, DistalPhalanxTW +0.022, Lightning7 +0.014) and lost on the three smallest (Beef, 30
-    cases: -0.200 / -0.167 / -0.100; Coffee, 28: -0.036 / 0.000 / -0.071; FaceFour, 24: -0.012 /
-    +0.011 / -0.057), where two more convolution layers fit a few dozen series too closely: hence the
-    case threshold. With it the panel's mean rose on each seed (0.858 against 0.844). A regressor lost with it (Covid3Month RMSE 0.0463 / 0.0442 / 0.0480 against 0.0416 /
-    0.0426 / 0.0421 without, seeds 0-2). Short series keep the paper's per-step tokens, unmeasured with
-    a stem.
+    The stem gained on the panel's larger training sets and lost on the three smallest, where two more
+    convolution layers fit a few dozen series too closely (hence the case threshold), and it made a
+    regressor worse (the figures are in the user guide's training recipe page).
     """
     if conv_stem != AUTO:
         return conv_stem
@@ -198,7 +188,7 @@ def resolve_front_end(
     series would be a single token, mostly zero padding, and attention would have nothing to relate.
     """
     for name, window in (("patch_len", patch_len), ("downsample", downsample)):
-        if isinstance(window, numbers.Integral) and not isinstance(window, bool) and window > max_len:
+        if is_integer(window) and window > max_len:
             raise ValueError(
                 f"{name}={window} is longer than every training series (the longest has {max_len} steps): each "
                 f"series would be one token of mostly zero padding; use {name} <= {max_len}"

@@ -11,10 +11,10 @@ feed-forward network, each a residual branch, with the norm placed before the br
         x = x + Dropout(FFN(norm2(x)))
     FFN(x) = W_2 Dropout(act(W_1 x))
 
-The options follow x-transformers (`pre_norm`) and timm (`norm_layer`, `act_layer`). Both attentions are
-tsrep.nn.attention.MultiHeadAttention, so every attention kind (evolving, interacting, DEACON head
-mixing, causal) is an option of that one module and the evolved logits chain from layer to layer
-(Wang et al., "Convolution-enhanced Evolving Attention Networks", Eq. 1).
+The options follow x-transformers (`pre_norm`) and timm (`norm_layer`, `act_layer`). The self-attention is
+built by the attention-kind registry (tsrep.nn.attention_kinds), so a registered kind serves here as a built-in
+one does; the cross-attention, which takes its queries from another stream, is tsrep.nn.attention.MultiHeadAttention.
+The evolved logits chain from layer to layer (Wang et al., "Convolution-enhanced Evolving Attention Networks", Eq. 1).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tsrep._deprecation import renamed_keywords
+from tsrep.nn._checks import positive_int
 from tsrep.nn.attention import MultiHeadAttention
+from tsrep.nn.attention_kinds import AttentionKind, attention_kind
 from tsrep.nn.dropout import Dropout
 
 
@@ -36,30 +37,28 @@ def _check_rate(name: str, value) -> None:
         raise ValueError(f"{name} must be in [0, 1), got {value!r}")
 
 
-def _check_sizes_and_flags(d_model, dim_feedforward, pre_norm, causal, cross_attention) -> None:
-    for name, value in (("d_model", d_model), ("dim_feedforward", dim_feedforward)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def _check_flags(pre_norm, causal, cross_attention) -> None:
     for name, value in (("pre_norm", pre_norm), ("causal", causal), ("cross_attention", cross_attention)):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
-def _checked_attention_options(attention_options) -> dict:
-    """A copy of attention_options: extra MultiHeadAttention arguments, none that TransformerLayer sets itself."""
+def _checked_attention_options(attention_options, kind: AttentionKind) -> dict:
+    """A copy of attention_options: extra MultiHeadAttention arguments, none that TransformerLayer or the
+    attention kind sets itself."""
     if attention_options is not None and not isinstance(attention_options, dict):
         raise ValueError(
             f"attention_options must be a dict of MultiHeadAttention arguments, got {attention_options!r}"
         )
     options = dict(attention_options or {})
-    # The old names too (renamed_keywords), which MultiHeadAttention still takes.
-    taken = {
-        "causal", "alpha", "beta", "attn_kernel_size", "map_kernel_size", "dropout", "dim_in", "d_model", "dim",
-        "n_heads",
-    } & options.keys()
+    taken = {"causal", "alpha", "beta", "attn_kernel_size", "dropout", "dim_in", "d_model", "n_heads"} & options.keys()
     if taken:
         raise ValueError(f"attention_options must not hold {sorted(taken)}: they are arguments of TransformerLayer")
-    known = inspect.signature(MultiHeadAttention).parameters  # the new names (renamed_keywords)
+    if kind.interacting is not None and "interacting" in options:
+        raise ValueError(
+            f"attention_options must not hold 'interacting': attention={kind.name!r} sets it ({kind.interacting!r})"
+        )
+    known = inspect.signature(MultiHeadAttention).parameters
     unknown = sorted(options.keys() - known.keys())
     if unknown:
         raise ValueError(f"attention_options has {unknown}, which are not MultiHeadAttention arguments")
@@ -120,44 +119,37 @@ class TransformerLayer(nn.Module):
         Map convolution weight of the cross-attention (None: beta); its alpha is alpha.
     attention_options : dict or None
         Further keyword arguments of the self-attention's MultiHeadAttention (interacting, head_mixing,
-        deacon_m, deacon_settings, map_grid, map_conv_mask).
+        deacon_m, deacon_settings, map_grid, map_conv_mask), passed to the kind's build.
+    attention : str
+        The registered attention kind of the self-attention (tsrep.nn.attention_kinds), built by the registry.
     """
 
-    @renamed_keywords({"dim": "d_model", "map_kernel_size": "attn_kernel_size"})
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        dim_feedforward: int,
-        pre_norm: bool = False,
-        norm_layer: Callable[[int], nn.Module] = nn.LayerNorm,
-        act_layer: Callable[[], nn.Module] = nn.GELU,
-        dropout: float = 0.1,
-        attn_dropout: float | None = None,
-        ffn_dropout: float | None = None,
-        alpha: float = 0.0,
-        beta: float = 0.0,
-        attn_kernel_size: int = 3,
-        causal: bool = False,
-        cross_attention: bool = False,
-        cross_beta: float | None = None,
-        attention_options: dict | None = None,
-    ):
+    def __init__(self, d_model: int, n_heads: int, dim_feedforward: int, pre_norm: bool = False,
+                 norm_layer: Callable[[int], nn.Module] = nn.LayerNorm, act_layer: Callable[[], nn.Module] = nn.GELU,
+                 dropout: float = 0.1, attn_dropout: float | None = None, ffn_dropout: float | None = None,
+                 alpha: float = 0.0, beta: float = 0.0, attn_kernel_size: int = 3, causal: bool = False,
+                 cross_attention: bool = False, cross_beta: float | None = None, attention_options: dict | None = None,
+                 attention: str = "evolving"):
         super().__init__()
-        _check_sizes_and_flags(d_model, dim_feedforward, pre_norm, causal, cross_attention)
+        d_model = positive_int("d_model", d_model)
+        dim_feedforward = positive_int("dim_feedforward", dim_feedforward)
+        _check_flags(pre_norm, causal, cross_attention)
         attn_dropout = dropout if attn_dropout is None else attn_dropout
         ffn_dropout = dropout if ffn_dropout is None else ffn_dropout
         for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout), ("ffn_dropout", ffn_dropout)):
             _check_rate(name, value)
-        options = _checked_attention_options(attention_options)
+        kind = attention_kind(attention)
+        options = _checked_attention_options(attention_options, kind)
         self.pre_norm = pre_norm
         # The order of construction (attention, cross-attention, FFN) decides which random draws
         # initialise which weights; it is that of BERT, ViT and TST, so seeded models start alike.
-        self.attention = MultiHeadAttention(
+        self.attention = kind.build(
             d_model, d_model, n_heads, alpha, beta, attn_kernel_size, attn_dropout, causal=causal, **options
         )
         self.norm1 = _build("norm_layer", norm_layer, d_model)
         if cross_attention:
+            # Not a registry kind: encoder-decoder attention takes its queries from the decoder stream
+            # (forward's `query`), which MultiHeadAttention offers and a kind's module need not.
             self.cross_attention = MultiHeadAttention(
                 d_model, d_model, n_heads, alpha, beta if cross_beta is None else cross_beta, attn_kernel_size,
                 attn_dropout,
@@ -187,17 +179,10 @@ class TransformerLayer(nn.Module):
         """A residual sum: normalised under post-norm."""
         return x if self.pre_norm else self._norm(norm, x, valid)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        valid: torch.Tensor | None = None,
-        prev_logits: torch.Tensor | None = None,
-        need_logits: bool = False,
-        *,
-        memory: torch.Tensor | None = None,
-        memory_valid: torch.Tensor | None = None,
-        prev_cross_logits: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, ...]:
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, prev_logits: torch.Tensor | None = None,
+                need_logits: bool = False, *, memory: torch.Tensor | None = None,
+                memory_valid: torch.Tensor | None = None,
+                prev_cross_logits: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
         """
         x:                 (B, N, d_model) tokens
         valid:             (B, N) bool, False at padded tokens (None: all valid)

@@ -6,11 +6,12 @@ from tsrep._lazy import lazy_attributes
 
 # Loaded on first use (PEP 562): the command lines' --help and argument checks do not pay for torch.
 __getattr__, __dir__ = lazy_attributes(__name__, {
-    **dict.fromkeys(["History", "SeriesBatchData", "TrainConfig", "count_parameters", "predict_outputs",
-                     "train_supervised"], "tsrep.training.loop"),
+    **dict.fromkeys(["History", "SeriesBatchData", "count_parameters", "predict_outputs", "train_supervised"],
+                    "tsrep.training.loop"),
+    "TrainConfig": "tsrep.training.config",
     **dict.fromkeys(["DeaconOptimizer", "OptimizerWithDeacon", "with_deacon"], "tsrep.training.deacon"),
     **dict.fromkeys(["build_optimizer", "resolve_optimizer"], "tsrep.training.optim"),
-    **dict.fromkeys(["evaluate", "fit_classifier", "predict_logits"], "tsrep.training.backbone_fit"),
+    **dict.fromkeys(["evaluate", "fit_classifier", "predict_logits"], "tsrep.training.tensor_fit"),
     **dict.fromkeys(["Callback", "CSVLogger", "MLflowLogger", "OptunaPruning", "TensorBoardLogger"],
                     "tsrep.training.callbacks"),
 })

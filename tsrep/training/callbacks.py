@@ -171,6 +171,44 @@ class CallbackList:
             raise first
 
 
+@contextmanager
+def _needs_extra(logger: str, package: str):
+    """Turn a failed import of the optional `package` inside the block into an ImportError saying how to install it
+    (``pip install tsrep[package]``)."""
+    try:
+        yield
+    except ImportError as exc:
+        raise ImportError(
+            f"{logger} needs the {package} package: pip install 'tsrep[{package}]' (or pip install {package}); "
+            f"import failed with: {exc}"
+        ) from exc
+
+
+class _FileLogger(Callback):
+    """A logger that opens what it writes to at the start of a fit, on rank 0 only (:meth:`_open`), and closes
+    it at the end of the fit or before the next; pickles and copies hold nothing open."""
+
+    #: Attributes that hold what is open (None when closed).
+    _OPEN: tuple = ()
+
+    def __getstate__(self):
+        return {**self.__dict__, **dict.fromkeys(self._OPEN)}
+
+    def on_fit_start(self, info: dict) -> None:
+        self.close()
+        if is_main_process():
+            self._open(info)
+
+    def _open(self, info: dict) -> None:
+        raise NotImplementedError
+
+    def on_fit_end(self, logs: dict) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
 def _member_path(path: Path, member) -> Path:
     """`path` for a seed-ensemble member: ``log.csv`` -> ``log.member-2.csv``."""
     if member is None:
@@ -178,7 +216,7 @@ def _member_path(path: Path, member) -> Path:
     return path.with_name(f"{path.stem}.member-{member}{path.suffix}")
 
 
-class CSVLogger(Callback):
+class CSVLogger(_FileLogger):
     """One CSV row per epoch: columns ``epoch, train_loss, val_loss, val_score, lr, seconds`` (empty
     cells where a value does not exist, e.g. ``val_*`` without a validation split), then any other
     value of ``logs`` by name.
@@ -210,24 +248,18 @@ class CSVLogger(Callback):
     (3, ['epoch', 'train_loss', 'val_loss', 'val_score', 'lr', 'seconds'])
     """
 
+    _OPEN = ("_file", "_writer", "_columns")
+
     def __init__(self, path):
         self.path = path
         self._file = None
         self._writer = None
         self._columns = None
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.update(_file=None, _writer=None, _columns=None)
-        return state
-
     def __deepcopy__(self, memo):
         return type(self)(self.path)
 
-    def on_fit_start(self, info: dict) -> None:
-        self.close()
-        if not is_main_process():
-            return
+    def _open(self, info: dict) -> None:
         path = _member_path(Path(self.path), info.get("member"))
         start = int(info.get("start_epoch", 0))
         kept: list[dict] = []
@@ -259,9 +291,6 @@ class CSVLogger(Callback):
         self._writer.writerow({k: "" if row.get(k) is None else row[k] for k in self._columns})
         self._file.flush()
 
-    def on_fit_end(self, logs: dict) -> None:
-        self.close()
-
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
@@ -286,7 +315,7 @@ def _after_existing_event_files(log_dir: Path) -> None:
         time.sleep(0.05)
 
 
-class TensorBoardLogger(Callback):
+class TensorBoardLogger(_FileLogger):
     """Every numeric value of ``logs`` as a TensorBoard scalar (tag = its name, step = the epoch),
     with ``torch.utils.tensorboard.SummaryWriter``. Needs the ``tensorboard`` package
     (``pip install tsrep[tensorboard]``). Rank 0 only under data parallelism; seed-ensemble members
@@ -316,27 +345,18 @@ class TensorBoardLogger(Callback):
     [0, 1, 2]
     """
 
+    _OPEN = ("_writer",)
+
     def __init__(self, log_dir):
         self.log_dir = log_dir
         self._writer = None
 
-    def __getstate__(self):
-        return {**self.__dict__, "_writer": None}
-
     def __deepcopy__(self, memo):
         return type(self)(self.log_dir)
 
-    def on_fit_start(self, info: dict) -> None:
-        self.close()
-        if not is_main_process():
-            return
-        try:
+    def _open(self, info: dict) -> None:
+        with _needs_extra("TensorBoardLogger", "tensorboard"):
             from torch.utils.tensorboard import SummaryWriter
-        except ImportError as exc:
-            raise ImportError(
-                "TensorBoardLogger needs the tensorboard package: pip install 'tsrep[tensorboard]' "
-                f"(or pip install tensorboard); import failed with: {exc}"
-            ) from exc
         log_dir = Path(self.log_dir)
         if info.get("member") is not None:
             log_dir = log_dir / f"member-{info['member']}"
@@ -354,9 +374,6 @@ class TensorBoardLogger(Callback):
             if number is not None and math.isfinite(number):
                 self._writer.add_scalar(key, number, epoch)
         self._writer.flush()
-
-    def on_fit_end(self, logs: dict) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._writer is not None:
@@ -419,13 +436,8 @@ class MLflowLogger(Callback):
 
     @staticmethod
     def _mlflow():
-        try:
+        with _needs_extra("MLflowLogger", "mlflow"):
             import mlflow
-        except ImportError as exc:
-            raise ImportError(
-                "MLflowLogger needs the mlflow package: pip install 'tsrep[mlflow]' (or pip install mlflow); "
-                f"import failed with: {exc}"
-            ) from exc
         return mlflow
 
     def on_fit_start(self, info: dict) -> None:

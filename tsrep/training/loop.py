@@ -3,7 +3,7 @@
 :class:`Trainer` is the one loop: shuffled minibatches, a gradient step per batch, an evaluation and
 the callbacks after every epoch, in small steps that subclasses override (the design of skorch's
 ``NeuralNet``). :func:`train_supervised` (the estimators), :func:`tsrep.training.pretrain.pretrain_masked`
-(masked pretraining) and :func:`tsrep.training.backbone_fit.fit_classifier` (text and vision backbones)
+(masked pretraining) and :func:`tsrep.training.tensor_fit.fit_classifier` (text and vision backbones)
 are its users. Early stopping with the best epoch's weights (:class:`EarlyStopping`), the per-epoch
 learning-rate schedule (tsrep.training.schedules.LRSchedule), the progress bar (:class:`ProgressBar`)
 and the tuner's pruning (tsrep.training.callbacks.OptunaPruning) are callbacks of that loop;
@@ -23,36 +23,13 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from tsrep.training.callbacks import Callback, CallbackList, current_lr
+from tsrep.training.config import TrainConfig
 from tsrep.training.deacon import OptimizerWithDeacon, with_deacon
 from tsrep.training.distributed import DataParallel, is_main_process
 from tsrep.training.mixup import mix, mixup_partners
 from tsrep.training.optim import build_optimizer
 from tsrep.training.resume import TrainCheckpoint, rng_states, set_rng_states
 from tsrep.training.schedules import LRSchedule
-
-
-@dataclass
-class TrainConfig:
-    """Settings of :func:`train_supervised`.
-
-    The number of epochs is ``max_epochs``, raised where needed so that at least ``min_steps``
-    optimiser steps are taken (small data sets give few steps per epoch); early stopping on a
-    validation split may end it sooner. ``mixup`` > 0 trains on mixed batches with weights drawn from
-    Beta(mixup, mixup) (tsrep.training.mixup); 0 trains on the cases as they are.
-    """
-
-    lr: float = 1e-3
-    batch_size: int = 64
-    max_epochs: int = 100
-    min_steps: int = 0
-    patience: int | None = 20
-    optimizer: object = "radam"
-    optimizer_kwargs: dict | None = None
-    weight_decay: float = 0.0
-    lr_schedule: str = "none"
-    grad_clip: float | None = 4.0
-    mixup: float = 0.0
-    verbose: bool = False
 
 
 @dataclass

@@ -14,81 +14,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
-from tsrep._io import atomic_torch_save
+from tsrep.training.config import PretrainConfig
 from tsrep.training.deacon import with_deacon
-from tsrep.training.distributed import is_main_process
 from tsrep.training.loop import ProgressBar, SeriesBatchData, Trainer
 from tsrep.training.masking import apply_mask, make_mask, masked_mse
 from tsrep.training.optim import build_optimizer
+from tsrep.training.resume import load_safely, save_atomically
 
 STATE_FORMAT = "tsrep-pretrain-state/2"
-# Version 1 recorded the data's shape but not its values: it cannot be checked against the data.
-_UNCHECKABLE_FORMATS = ("tsrep-pretrain-state/1",)
-
-
-@dataclass
-class PretrainConfig:
-    epochs: int = 10
-    lr: float = 1e-3
-    batch_size: int = 64
-    optimizer: object = "radam"
-    optimizer_kwargs: dict | None = None
-    grad_clip: float | None = 4.0
-    mask_ratio: float = 0.15
-    mask_mean_length: float = 3.0
-    masking: str = "geometric"
-    verbose: bool = False
-
-    @classmethod
-    def from_estimator(cls, estimator) -> PretrainConfig:
-        """The pretraining settings of an estimator with masked pretraining (TSRepEncoder, the
-        EA-DC-Transformer estimators): its pretrain_epochs, lr, batch_size, optimizer,
-        optimizer_kwargs, grad_clip, mask_ratio, mask_mean_length, masking and verbose."""
-        return cls(
-            epochs=int(estimator.pretrain_epochs), lr=estimator.lr, batch_size=int(estimator.batch_size),
-            optimizer=estimator.optimizer, optimizer_kwargs=estimator.optimizer_kwargs,
-            grad_clip=estimator.grad_clip, mask_ratio=float(estimator.mask_ratio),
-            mask_mean_length=float(estimator.mask_mean_length), masking=estimator.masking,
-            verbose=estimator.verbose,
-        )
-
-    def settings(self) -> dict:
-        """What must agree for a checkpoint to be resumed (the epoch budget may grow)."""
-        d = asdict(self)
-        d.pop("epochs")
-        d.pop("verbose")
-        return d
-
-
-def load_safely(path) -> dict:
-    """torch.load with weights_only=True: tensors and plain containers only, never pickled code."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # corrupt file, or a pickle that asks for code (refused by weights_only)
-        raise ValueError(
-            f"checkpoint {str(path)!r} could not be loaded safely (corrupt, not a tsrep checkpoint, or it "
-            f"holds objects other than tensors and plain containers): {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def save_atomically(obj, path) -> None:
-    """torch.save through a temporary file of its own and a rename (tsrep._io.atomic_torch_save), so
-    neither an interrupted save nor several processes saving to one path leave a broken file. Under
-    data parallelism only rank 0 writes (every rank holds the same weights, and several ranks writing
-    one file would corrupt it); no barrier, so a caller may save from rank 0 alone."""
-    if not is_main_process():
-        return
-    atomic_torch_save(obj, path)
 
 
 def _check_resumable(state, checkpoint, fingerprint: dict, epochs: int) -> None:
@@ -96,13 +35,12 @@ def _check_resumable(state, checkpoint, fingerprint: dict, epochs: int) -> None:
     `epochs` epochs can continue."""
     where = f"the checkpoint at {str(checkpoint)!r}"
     fmt = state.get("format") if isinstance(state, dict) else None
-    if fmt in _UNCHECKABLE_FORMATS:
+    if fmt != STATE_FORMAT:  # another file, or a state of another format: never read as this one
+        held = "no format record" if fmt is None else f"format {fmt!r}"
         raise ValueError(
-            f"{where} was written by an older tsrep that did not record its training data, so it cannot be "
-            "checked against this data; delete it or use another checkpoint path"
+            f"{where} is not a tsrep pretraining state (format {STATE_FORMAT!r} expected, it holds {held}); "
+            "delete it or use another checkpoint path"
         )
-    if fmt != STATE_FORMAT:
-        raise ValueError(f"{where} is not a tsrep pretraining state (format {STATE_FORMAT!r} expected)")
     try:
         stored = json.loads(state["fingerprint"])
         stored["data"], stored["settings"], int(state["epoch"])

@@ -10,6 +10,9 @@ of the last finished epoch, as an uninterrupted run would have them. It is writt
 0 only under data parallelism, and read with ``torch.load(weights_only=True)`` (tensors, numbers and
 strings only: no pickled code runs).
 
+Every training state (this one and masked pretraining's, tsrep.training.pretrain) is read by
+:func:`load_safely` and written by :func:`save_atomically`.
+
 The state records a fingerprint of what made it: a hash of the training and validation data (values,
 masks, targets, weights) and of the network's weights when training started (so a warm start or a
 pretrained encoder counts), and a description of every setting that changes the result. A fit that
@@ -28,10 +31,36 @@ import numpy as np
 import torch
 
 from tsrep._fingerprint import data_fingerprint, describe_settings, differing_settings
+from tsrep._io import atomic_torch_save
+from tsrep.training.distributed import is_main_process
 
 STATE_FILE = "train-state.pt"
 PRETRAIN_STATE_FILE = "pretrain-state.pt"
 TRAIN_STATE_FORMAT = "tsrep-train-state/1"
+
+
+def load_safely(path) -> dict:
+    """torch.load with weights_only=True: tensors and plain containers only, never pickled code."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # corrupt file, or a pickle that asks for code (refused by weights_only)
+        raise ValueError(
+            f"checkpoint {str(path)!r} could not be loaded safely (corrupt, not a tsrep checkpoint, or it "
+            f"holds objects other than tensors and plain containers): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def save_atomically(obj, path) -> None:
+    """torch.save through a temporary file of its own and a rename (tsrep._io.atomic_torch_save), so
+    neither an interrupted save nor several processes saving to one path leave a broken file. Under
+    data parallelism only rank 0 writes (every rank holds the same weights, and several ranks writing
+    one file would corrupt it); no barrier, so a caller may save from rank 0 alone."""
+    if not is_main_process():
+        return
+    atomic_torch_save(obj, path)
 
 
 def check_writable_directory(directory, what: str = "checkpoint_dir") -> Path:
@@ -82,8 +111,6 @@ def stored_seed(directory, default: int) -> int:
     path = Path(directory) / STATE_FILE
     if not path.is_file():
         return default
-    from tsrep.training.pretrain import load_safely
-
     try:
         seed = json.loads(load_safely(path)["fingerprint"])["settings"]["seed"]
     except (ValueError, KeyError, TypeError):
@@ -123,8 +150,6 @@ class TrainCheckpoint:
         """The stored state when it belongs to this run; None when there is none; ValueError otherwise."""
         if not self.path.exists():
             return None
-        from tsrep.training.pretrain import load_safely
-
         where = f"the checkpoint {str(self.path)!r} (checkpoint_dir={str(self.directory)!r})"
         state = load_safely(self.path)
         if not isinstance(state, dict) or state.get("format") != TRAIN_STATE_FORMAT:
@@ -153,8 +178,6 @@ class TrainCheckpoint:
         return state
 
     def save(self, state: dict) -> None:
-        from tsrep.training.pretrain import save_atomically
-
         save_atomically(
             {"format": TRAIN_STATE_FORMAT, "fingerprint": json.dumps(self.fingerprint, sort_keys=True), **state},
             self.path,

@@ -56,46 +56,17 @@ def study_folder_problem(name: str) -> str | None:
 
 
 def load_dataset(name: str, split: str):
-    """(X, y, task) of a problem: tsrep's archive loaders (tsrep.data.load_archive) where present, else aeon's."""
+    """(X, y, task) of a problem, read by tsrep's archive loader (tsrep.data.load_archive)."""
+    import numpy as np
+
+    from tsrep.data import load_archive
+
     try:
-        from tsrep.data import load_archive
-    except ImportError:
-        load_archive = None
-    if load_archive is not None:
-        try:
-            X, y, meta = load_archive(name, split=split, return_metadata=True)
-        except TypeError:  # an archive loader with another signature: use aeon's below
-            pass
-        except (ValueError, OSError) as e:  # unknown name (with close names), not on disk and offline, ...
-            raise CLIError(str(e)) from e
-        else:
-            import numpy as np
-
-            task = meta.get("task", "classification")
-            return X, (np.asarray(y, dtype=float) if task == "regression" else y), task
-    return _load_with_aeon(name, split)
-
-
-def _load_with_aeon(name: str, split: str):
-    from aeon.datasets import load_classification, load_regression
-
-    from tsrep.data.archive import CLI_SHIPPED
-
-    task = CLI_SHIPPED.get(name)
-    order = [task] if task else ["classification", "regression"]
-    errors = []
-    for kind in order:
-        loader = load_classification if kind == "classification" else load_regression
-        try:
-            X, y = loader(name, split=split)
-        except Exception as e:  # aeon raises various errors for unknown / unreachable problems
-            errors.append(f"{kind}: {e}")
-            continue
-        return X, (y if kind == "classification" else y.astype(float)), kind
-    raise CLIError(
-        f"cannot load dataset {name!r} ({split}) with aeon's loaders: {'; '.join(errors)}. "
-        f"Problems shipped with aeon (offline): {', '.join(sorted(CLI_SHIPPED))}"
-    )
+        X, y, meta = load_archive(name, split=split, return_metadata=True)
+    except (ValueError, OSError) as e:  # unknown name (with close names), not on disk and offline, ...
+        raise CLIError(str(e)) from e
+    task = meta.get("task", "classification")
+    return X, (np.asarray(y, dtype=float) if task == "regression" else y), task
 
 
 def parse_assignment(text: str):

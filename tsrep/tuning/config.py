@@ -23,8 +23,6 @@ writes every constructor parameter of the estimator, so the file alone rebuilds 
 A configuration file is data, never code: it is parsed with ``yaml.safe_load`` and ``model`` is
 looked up in tsrep's own lists (:data:`MODEL_CLASSES` and the model names of :mod:`tsrep.models`);
 nothing is imported by name, so a shared file cannot make ``load_config`` run other code.
-Files of older tsrep versions that name a class as ``"tsrep.module:ClassName"`` still load when that
-class is one of :data:`MODEL_CLASSES`.
 """
 
 from __future__ import annotations
@@ -56,24 +54,11 @@ MODEL_CLASSES: dict[str, type] = {
         EADCTransformerClassifier, EADCTransformerRegressor, BackboneClassifier, BackboneRegressor, TSRepEncoder
     )
 }
-# Modules that export the allow-listed classes, as older files may spell them ("tsrep.estimators:Class").
-_EXPORTING_MODULES = ("tsrep", "tsrep.estimators")
 
 
 def _accepted_names() -> str:
     return (f"the estimator classes {', '.join(MODEL_CLASSES)}, or a model name of tsrep.models "
             f"({', '.join(MODEL_NAMES)}) with 'task' set to {' or '.join(TASKS)}")
-
-
-def _legacy_class(name: str):
-    """The allow-listed class an older file's ``"tsrep.module:ClassName"`` names, or None.
-
-    Compared as text with the module that defines or exports the class: nothing is imported."""
-    module, _, attr = name.partition(":")
-    cls = MODEL_CLASSES.get(attr.strip())
-    if cls is not None and module.strip() in (cls.__module__, *_EXPORTING_MODULES):
-        return cls
-    return None
 
 
 def _resolve(name, task) -> tuple[type, str | None]:
@@ -83,13 +68,10 @@ def _resolve(name, task) -> tuple[type, str | None]:
     if name in MODEL_CLASSES:
         return MODEL_CLASSES[name], None
     if ":" in name:
-        cls = _legacy_class(name)
-        if cls is None:
-            raise ConfigError(
-                f"model {name!r} is not a tsrep estimator: a configuration may name only tsrep's own "
-                f"estimators, never other code; accepted: {_accepted_names()}"
-            )
-        return cls, None
+        raise ConfigError(
+            f"model {name!r} is not a tsrep estimator: a configuration may name only tsrep's own "
+            f"estimators by class or model name, never other code; accepted: {_accepted_names()}"
+        )
     try:
         registry_name = resolve_name(name)
     except ValueError:
@@ -108,8 +90,7 @@ def resolve_model(name: str, task: str | None = None) -> type:
     """The estimator class a config's ``model`` (and, for a model name, ``task``) names.
 
     Accepted: a class of :data:`MODEL_CLASSES`; a model name of :mod:`tsrep.models` (``"gru"``,
-    ``"ea-dc-transformer"``, ...) with ``task`` "classification" or "regression"; and, for files of
-    older versions, ``"tsrep.module:ClassName"`` of those classes. Anything else is a ConfigError
+    ``"ea-dc-transformer"``, ...) with ``task`` "classification" or "regression". Anything else is a ConfigError
     listing the accepted names; nothing is ever imported by the name given.
     """
     return _resolve(name, task)[0]

@@ -344,84 +344,40 @@ def _shared_budget_action(study, max_trials: int, already_waiting: bool) -> str:
     return "wait"
 
 
-def tune(
-    estimator,
-    X,
-    y,
-    *,
-    n_trials: int | None = None,
-    timeout: float | None = None,
-    max_trials: int | None = None,
-    storage=None,
-    study_name: str | None = None,
-    load_if_exists: bool = True,
-    search_space: dict | None = None,
-    continuous: bool = False,
-    default_space: bool = True,
-    pruner: optuna.pruners.BasePruner | None = None,
-    sampler: optuna.samplers.BaseSampler | None = None,
-    seed: int | None = None,
-    cv=None,
-    validation_size: float = 0.2,
-    scoring=None,
-    random_state: int | None = 0,
-    refit: bool = True,
-    heartbeat_interval: int | None = 60,
-    grace_period: int | None = None,
-    max_retry: int | None = 3,
-    catch: tuple = (),
-    callbacks: list | None = None,
-    enqueue: list[dict] | None = None,
-    show_progress_bar: bool = False,
-    poll_interval: float = 2.0,
-    reuse_duplicates: bool = True,
-) -> TuneResult:
+def tune(estimator, X, y, *, n_trials: int | None = None, timeout: float | None = None, max_trials: int | None = None,
+         storage=None, study_name: str | None = None, load_if_exists: bool = True, search_space: dict | None = None,
+         continuous: bool = False, default_space: bool = True, pruner: optuna.pruners.BasePruner | None = None,
+         sampler: optuna.samplers.BaseSampler | None = None, seed: int | None = None, cv=None,
+         validation_size: float = 0.2, scoring=None, random_state: int | None = 0, refit: bool = True,
+         heartbeat_interval: int | None = 60, grace_period: int | None = None, max_retry: int | None = 3,
+         catch: tuple = (), callbacks: list | None = None, enqueue: list[dict] | None = None,
+         show_progress_bar: bool = False, poll_interval: float = 2.0, reuse_duplicates: bool = True) -> TuneResult:
     """Tune ``estimator``'s hyper-parameters on (X, y) with Optuna; returns the study and the refitted best.
 
     Parameters
     ----------
-    estimator : tsrep estimator (any scikit-learn estimator works; pruning needs a tsrep one)
-        Parameters outside the search space keep the values it has (e.g. ``max_epochs``).
-    X, y : training data only. Each trial fits on a training part and is scored on a validation
-        part carved from it (``validation_size``), or averaged over ``cv`` folds.
-    n_trials : trials to run in this call (calling again with the same storage and study name adds
-        more). None: no cap of its own; if ``max_trials`` and ``timeout`` are None too, 20.
-    timeout : seconds after which no new trial starts.
-    max_trials : cap on the study's finished (complete + pruned) trials, shared by all workers of
-        the study: a worker stops once the study holds that many, waits while the last ones run
-        elsewhere, and runs the retries of trials whose worker died. Start every distributed worker
-        with the same ``max_trials`` to get exactly that many finished trials.
-    storage : None or "memory": in memory (nothing written; the study ends with the process, as
-        Optuna's own default). To keep a study, resume it later or share it between workers: a path
-        (an SQLite file), an Optuna storage URL (``sqlite:///studies.db``,
-        ``postgresql://user@host/db`` ...) or an Optuna storage object.
-    study_name : None creates a new study with a unique name; a name with ``load_if_exists``
-        resumes that study. A new study records its estimator's class, its search space, a hash of
-        (X, y) and the fixed settings (parameters outside the search space, but device, n_jobs and
-        verbose; cv, validation_size, random_state, scoring); resuming it with another estimator,
-        space, data or fixed settings raises StudyMismatchError (a ValueError) naming what differs,
-        before any trial runs. Trials left RUNNING by a process of this machine that is gone
-        (killed) are marked FAIL when the study is resumed, and queued again as the heartbeat would.
-    search_space : overrides of the paper's space (see :mod:`tsrep.tuning.space`); ``continuous``
-        uses the continuous paper box; ``default_space=False`` tunes only ``search_space``. A
-        parameter of the paper's space that ``estimator`` sets (a value other than its default,
-        e.g. ``d_model=16``) keeps that value unless ``search_space`` names it.
-    pruner : any Optuna pruner; default :func:`default_pruner` (MedianPruner). Intermediate values
-        are the per-epoch score on the fold's validation part (accuracy, or minus the MSE of the
-        standardised targets for regression), at step ``(epochs of the earlier folds) + epoch``.
-    sampler, seed : default TPESampler(seed=seed), with ``constant_liar`` on database storages.
-    scoring : scikit-learn scorer name or callable; None uses ``estimator.score`` (accuracy, R^2). A
-        trial whose score is NaN fails; if no trial completes, the error names the scorer and the trials.
-    random_state : seed of the validation split / CV folds (keep it equal across workers).
-    refit : refit the best parameters on all of (X, y).
-    heartbeat_interval, grace_period, max_retry : heartbeat of database storages (see
-        :mod:`tsrep.tuning.storage`); ``heartbeat_interval=None`` turns it off.
-    catch : exception types that fail a trial without stopping the search.
-    enqueue : parameter dicts to run first (e.g. the defaults, as a reference trial); each key must be
-        a tuned parameter of the search space (a ValueError names any other).
-    reuse_duplicates : a trial whose sampled parameters equal a completed trial's takes that trial's
-        score instead of training again (user attribute ``duplicate_of``); samplers repeat points
-        of small grids, and with a fixed ``random_state`` the fit would be the same.
+    estimator : a tsrep estimator (any scikit-learn one works; pruning needs tsrep's); parameters outside the search
+        space keep its values (e.g. ``max_epochs``).
+    X, y : training data only: a trial fits on a training part and is scored on a validation part of it
+        (``validation_size``) or averaged over ``cv`` folds, split by ``random_state`` (the same on every worker).
+    n_trials, timeout : trials this call runs (None: no cap of its own; 20 if ``max_trials`` and ``timeout`` are None
+        too); seconds after which no new trial starts.
+    max_trials : cap on the study's finished (complete + pruned) trials, shared by all its workers (give each the same).
+    storage, study_name, load_if_exists : None or "memory" keeps the study in memory (gone with the process); to keep,
+        resume or share it, a path, URL or storage (:func:`resolve_storage`) and a name (None: a new one). A resumed
+        study must be of the same estimator, space, data and fixed settings (``study_identity``), else
+        StudyMismatchError names what differs before any trial; trials that a killed process of this machine left
+        running are failed and queued again.
+    search_space, continuous, default_space : overrides of the paper's space (:class:`SearchSpace`), its continuous
+        box, False to tune only ``search_space``; a parameter ``estimator`` sets (``d_model=16``) stays unless named.
+    pruner, sampler, seed : default :func:`default_pruner`, fed each epoch's validation score at step (epochs of the
+        earlier folds) + epoch; default TPESampler(seed=seed), with ``constant_liar`` on database storages.
+    scoring, refit : scorer name or callable (None: ``estimator.score``; a NaN score fails its trial); whether to
+        refit the best parameters on all of (X, y).
+    heartbeat_interval, grace_period, max_retry, catch : heartbeat of database storages (:mod:`tsrep.tuning.storage`;
+        ``heartbeat_interval=None`` turns it off); exception types that fail a trial without stopping the search.
+    enqueue, reuse_duplicates : parameter dicts (tuned parameters only) to run first; whether a trial that repeats a
+        completed trial's parameters takes its score (user attribute ``duplicate_of``) instead of training again.
 
     Examples
     --------
@@ -429,13 +385,30 @@ def tune(
     >>> from tsrep import EADCTransformerClassifier
     >>> from tsrep.tuning import tune
     >>> X, y = load_italy_power_demand(split="train")
-    >>> estimator = EADCTransformerClassifier(d_model=16, n_heads=2, n_blocks=1, max_epochs=1,
-    ...                                       min_steps=0, random_state=0)
-    >>> study, best = tune(estimator, X, y, n_trials=2, storage="memory", seed=0,
+    >>> model = EADCTransformerClassifier(d_model=16, n_heads=2, n_blocks=1, max_epochs=1, min_steps=0, random_state=0)
+    >>> study, best = tune(model, X, y, n_trials=2, storage="memory", seed=0,
     ...                    default_space=False, search_space={"alpha": [0.1, 0.9]})
     >>> len(study.trials), best.alpha in (0.1, 0.9)
     (2, True)
     """
+    space = _checked_space(estimator, X, y, search_space, continuous, default_space, enqueue)
+    n_trials = _trials_to_run(n_trials, max_trials, timeout)
+    splits = make_splits(X, y, cv, validation_size, random_state, is_classifier(estimator))
+    scorer, metric = check_scoring(estimator, scoring=scoring), _metric_name(estimator, scoring)
+    study, storage_obj = _open_study(storage, study_name, load_if_exists, sampler, seed, pruner, heartbeat_interval,
+                                     grace_period, max_retry)
+    identity = study_identity(estimator, X, y, space, cv, validation_size, random_state, scoring)
+    validation = f"{len(splits)}-fold CV" if cv is not None else f"hold-out {validation_size}"
+    _prepare_study(study, storage_obj, identity, metric, validation, max_retry, enqueue)
+    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials, reuse_duplicates,
+                               scoring_name=metric)
+    _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval)
+    return _best_result(study, estimator, X, y, space, refit)
+
+
+def _checked_space(estimator, X, y, search_space, continuous, default_space, enqueue) -> SearchSpace:
+    """The search space of a call, once the estimator, the data, the fixed settings and the enqueued trials pass the
+    checks that need no study (so that a bad call creates none)."""
     _check_estimator_and_data(estimator, X, y)
     space = SearchSpace(estimator, search_space, continuous=continuous, default=default_space)
     if space.kept:
@@ -443,25 +416,7 @@ def tune(
                     ", ".join(f"{k}={v!r}" for k, v in space.kept.items()))
     _check_fixed_settings(estimator, space)
     _check_enqueued(enqueue, space)
-    n_trials = _trials_to_run(n_trials, max_trials, timeout)
-    splits = make_splits(X, y, cv, validation_size, random_state, is_classifier(estimator))
-    scorer = check_scoring(estimator, scoring=scoring)
-
-    study, storage_obj = _open_study(
-        storage, study_name, load_if_exists, sampler, seed, pruner, heartbeat_interval, grace_period, max_retry
-    )
-    identity = study_identity(estimator, X, y, space, cv, validation_size, random_state, scoring)
-    validation = f"{len(splits)}-fold CV" if cv is not None else f"hold-out {validation_size}"
-    _check_and_record_identity(study, identity, _metric_name(estimator, scoring), validation)  # before any trial
-    _fail_dead_owner_trials(study, max_retry)
-    for params in enqueue or []:
-        study.enqueue_trial(params, skip_if_exists=True)
-
-    objective = make_objective(estimator, X, y, space, splits, scorer, max_trials, reuse_duplicates,
-                               scoring_name=_metric_name(estimator, scoring))
-    logger.info("study %r in %s", study.study_name, mask_url(getattr(storage_obj, "url", "memory")))
-    _run_loop(study, objective, n_trials, timeout, max_trials, callbacks, catch, show_progress_bar, poll_interval)
-    return _best_result(study, estimator, X, y, space, refit)
+    return space
 
 
 def _check_estimator_and_data(estimator, X, y) -> None:
@@ -570,6 +525,17 @@ def _check_and_record_identity(study: optuna.Study, identity: dict, metric: str,
         study.set_user_attr("tsrep_search_space", identity["space"])
         study.set_user_attr("tsrep_scoring", metric)
         study.set_user_attr("tsrep_validation", validation)
+
+
+def _prepare_study(study: optuna.Study, storage_obj, identity: dict, metric: str, validation: str, max_retry,
+                   enqueue) -> None:
+    """Ready `study` for this call's trials: check (or record) what it is a study of, fail the trials a killed run
+    of this machine left running, queue the `enqueue` trials, and log where the study lives."""
+    _check_and_record_identity(study, identity, metric, validation)
+    _fail_dead_owner_trials(study, max_retry)
+    for params in enqueue or []:
+        study.enqueue_trial(params, skip_if_exists=True)
+    logger.info("study %r in %s", study.study_name, mask_url(getattr(storage_obj, "url", "memory")))
 
 
 def _fail_dead_owner_trials(study: optuna.Study, max_retry) -> None:

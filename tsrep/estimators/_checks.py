@@ -1,7 +1,5 @@
-"""Helpers shared by every tsrep estimator and the encoder: devices, seeds, input tensors, parameter checks.
-
-Kept apart from _base so that tsrep.representation can use them without importing the estimators.
-"""
+"""What users hand the estimators, checked: collections X, class labels y, devices, seeds and optimisers;
+and the model-ready tensors of a checked collection. Every tsrep estimator and TSRepEncoder use them."""
 
 from __future__ import annotations
 
@@ -17,7 +15,6 @@ from sklearn.utils import check_random_state
 from tsrep.data import ChannelStandardizer, as_case_list, fill_missing, pad_cases
 from tsrep.exceptions import MissingChannelWarning
 from tsrep.training import SeriesBatchData
-from tsrep.training.loop import cpu_state_dict  # noqa: F401  (re-exported: the estimators take it from here)
 from tsrep.training.optim import resolve_optimizer
 
 
@@ -179,6 +176,27 @@ def check_enough_cases(n_cases: int) -> None:
             f"X and y hold {n_cases} case(s); fitting needs at least 2 (a training batch of one case is skipped, "
             "so one case would train nothing)"
         )
+
+
+def check_sample_weight(sample_weight, n_cases: int) -> np.ndarray | None:
+    """A float array of n_cases finite, non-negative weights with a positive sum, or None."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"sample_weight must be an array of numbers, got {type(sample_weight).__name__}") from err
+    if w.ndim == 0:
+        w = np.full(n_cases, float(w))
+    if w.shape != (n_cases,):
+        raise ValueError(f"sample_weight must have one weight per case ({n_cases}), got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight contains NaN or infinite values")
+    if np.any(w < 0):
+        raise ValueError(f"sample_weight must be >= 0, got a minimum of {w.min()}")
+    if w.sum() <= 0:
+        raise ValueError("sample_weight is zero for every case (the weights sum to 0): nothing to train on")
+    return w
 
 
 def check_class_labels(y) -> None:

@@ -1,0 +1,174 @@
+"""The two tasks of the estimators: what a classification or a regression trains towards and answers.
+
+A task mixin gives the shared base (tsrep.estimators._base.DeepSeriesEstimator) the targets, the loss and
+score, how the "auto" settings of the training recipe resolve for its task, and the predictions; the
+estimator classes put it before aeon's BaseClassifier or BaseRegressor. The figures behind each "auto"
+rule are in the user guide's training recipe page.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from tsrep.data.convert import finite_mean_std
+from tsrep.estimators._checks import check_class_labels
+from tsrep.training.losses import case_weights, class_weights, classification_loss, regression_loss
+from tsrep.training.loop import accuracy_score_fn
+
+#: ``validation_fraction="auto"`` holds out this share of TRAIN when the held-out part has at least
+#: AUTO_MIN_VALIDATION_CASES[task] cases, and otherwise trains on all of TRAIN for the whole budget: a
+#: classifier's accuracy moves by 1 / n_val, so a small split picks the best epoch by noise; a regressor's
+#: squared error moves with every case, so a few cases suffice.
+AUTO_VALIDATION_FRACTION = 0.2
+AUTO_MIN_VALIDATION_CASES = {"classification": 100, "regression": 10}
+#: ``min_steps="auto"``: at least AUTO_MIN_STEPS optimiser steps and, for a classifier,
+#: AUTO_STEPS_PER_CLASS per class (the steps a problem needs grow with its classes, not its cases).
+AUTO_MIN_STEPS = 800
+AUTO_STEPS_PER_CLASS = 60
+#: ``label_smoothing="auto"`` and ``mixup="auto"`` of a classifier (a regressor has neither).
+AUTO_LABEL_SMOOTHING = 0.1
+AUTO_MIXUP = 0.2
+
+
+def resolve_validation_fraction(value, n_cases: int, task: str = "classification") -> float:
+    """The fraction of TRAIN held out: `value` itself, or for "auto" the rule above (0.0: no split)."""
+    if value != "auto":
+        return float(value)
+    if math.ceil(AUTO_VALIDATION_FRACTION * n_cases) >= AUTO_MIN_VALIDATION_CASES[task]:
+        return AUTO_VALIDATION_FRACTION
+    return 0.0
+
+
+def resolve_min_steps(value, n_classes: int | None) -> int:
+    """The least number of optimiser steps: `value` itself, or for "auto" the rule above.
+
+    n_classes: the classifier's number of classes; None for a regressor."""
+    if value != "auto":
+        return int(value)
+    return max(AUTO_MIN_STEPS, AUTO_STEPS_PER_CLASS * (n_classes or 0))
+
+
+def resolve_label_smoothing(value) -> float:
+    """The label smoothing a classifier trains with: `value` itself, or for "auto" AUTO_LABEL_SMOOTHING."""
+    return AUTO_LABEL_SMOOTHING if value == "auto" else float(value)
+
+
+def resolve_mixup(value, task: str) -> float:
+    """The mixup alpha: `value` itself, or for "auto" AUTO_MIXUP for a classifier and 0 (none) for a regressor."""
+    if value == "auto":
+        return AUTO_MIXUP if task == "classification" else 0.0
+    return float(value)
+
+
+def mean_of(values: list[np.ndarray]) -> np.ndarray:
+    """The ensemble's answer: the mean of its members' probabilities or predictions."""
+    return np.mean(np.stack(values), axis=0)
+
+
+class SeriesClassifierMixin:
+    """Classification: class labels, cross-entropy with label smoothing and class weights, averaged
+    probabilities of ensembles."""
+
+    _task = "classification"
+
+    def _check_y(self, y, n_cases, update_classes=True, allow_single_class=False):
+        check_class_labels(y)  # missing or mixed labels, named before aeon's generic checks
+        if isinstance(y, (list, tuple)):  # scikit-learn takes a list of labels; aeon's check wants an array
+            y = np.asarray(y)
+        # Scoring learns no classes: a test set whose cases are all of one class is scored like any other.
+        return super()._check_y(y, n_cases, update_classes, allow_single_class or not update_classes)
+
+    def _fit(self, X, y):
+        is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
+        self.label_smoothing_ = resolve_label_smoothing(self.label_smoothing)  # the members' value too
+        if is_ensemble:
+            return self
+        index = np.array([self._class_dictionary[v] for v in y])
+        weights = case_weights(sample_weight, class_weights(self.class_weight, self.classes_, index), index)
+        targets = torch.as_tensor(index, dtype=torch.long)
+        loss = classification_loss(self.label_smoothing_)
+        return self._train(
+            X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
+        )
+
+    def _n_classes(self) -> int | None:
+        return self.n_classes_
+
+    def _encode_targets(self, y) -> tuple[np.ndarray, torch.Tensor]:
+        """(cases whose class was seen in training, their class indices)."""
+        keep = np.array([v in self._class_dictionary for v in y], dtype=bool)
+        return keep, torch.as_tensor([self._class_dictionary[v] for v in y[keep]], dtype=torch.long)
+
+    def _predict_proba(self, X) -> np.ndarray:
+        if self.estimators_:
+            return mean_of([m.predict_proba(X) for m in self.estimators_])
+        return torch.softmax(self._outputs(X), dim=1).double().numpy()
+
+    def _predict(self, X) -> np.ndarray:
+        return self.classes_[self._predict_proba(X).argmax(axis=1)]
+
+
+def _negative_mse(outputs: torch.Tensor, targets: torch.Tensor) -> float:
+    return -float(regression_loss(outputs, targets))
+
+
+class SeriesRegressorMixin:
+    """Regression: targets standardised with the training mean and std, MSE, predictions back in the
+    original units (ensembles averaged)."""
+
+    _task = "regression"
+
+    def _check_y(self, y, n_cases):
+        # aeon refuses targets with two distinct values ("binary"); any finite real target is a
+        # valid regression target here.
+        y = np.asarray(getattr(y, "values", y), dtype=np.float64)
+        if y.ndim == 2 and 1 in y.shape:  # a column or row vector: one target per case all the same
+            y = y.reshape(-1)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D with one target per case, got shape {y.shape}")
+        if len(y) != n_cases:
+            raise ValueError(f"Mismatch in number of cases. Found X = {n_cases} and y = {len(y)}")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinite values; regression targets must be finite")
+        return y
+
+    def _fit(self, X, y):
+        is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
+        if is_ensemble:
+            return self
+        y = np.asarray(y, dtype=np.float64)
+        warm = self._warm()
+        if warm is not None:  # warm start: the head was trained on the previous fit's target units
+            self.y_mean_, self.y_std_ = warm["y_mean_"], warm["y_std_"]
+        else:
+            mean, std = (float(v) for v in finite_mean_std(y))  # no overflow for targets of any finite size
+            self.y_mean_ = mean
+            self.y_std_ = std if std > 1e-12 else 1.0
+        targets = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
+        weights = case_weights(sample_weight, None, None)
+        return self._train(X, targets, 1, regression_loss, _negative_mse, weights=weights)
+
+    def _n_classes(self) -> int | None:
+        return None
+
+    def _encode_targets(self, y) -> tuple[np.ndarray, torch.Tensor]:
+        """(every case, targets in the standardised units the network is trained on)."""
+        y = np.asarray(y, dtype=np.float64)
+        return np.ones(len(y), dtype=bool), torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
+
+    def _predict(self, X) -> np.ndarray:
+        if self.estimators_:
+            return mean_of([m.predict(X) for m in self.estimators_])
+        out = self._outputs(X).squeeze(-1).double().numpy()
+        with np.errstate(over="ignore"):
+            predictions = out * self.y_std_ + self.y_mean_
+        if not np.isfinite(predictions).all():  # targets near float64's limit, and a network answering beyond them
+            bad = np.flatnonzero(~np.isfinite(predictions))
+            raise ValueError(
+                f"the predictions for X case(s) {', '.join(map(str, bad[:5]))} exceed float64's range in the units "
+                f"of y (training targets of std {self.y_std_:.3g}); rescale y before fitting"
+            )
+        return predictions
