@@ -99,11 +99,32 @@ def test_every_model_builds_for_both_tasks_and_bad_names_are_clear():
         ({"name": "../../x"}, r"'name' names the output folder results/archive/<name> and must be a single plain "
                               r"folder name .*, got '../../x'"),
         ({"name": ["x"]}, "'name' must be a string, got list"),
+        ({"groups": ["BasicMotions"]}, "'groups' must be a mapping"),
+        ({"groups": {"mine": []}}, "groups: group 'mine' must be a non-empty list of dataset names"),
+        ({"groups": {"mine": ["BasicMotions", "GunPoint", "Nope"]}},
+         "groups: group 'mine' has datasets that are not the config's: 'GunPoint', 'Nope'"),
+        ({"groups": {"mine": ["BasicMotion"]}}, r"group 'mine' .*'BasicMotion' \(did you mean 'BasicMotions'\?\)"),
     ],
 )
 def test_malformed_configs_are_clear_errors(over, match):
     with pytest.raises(ConfigError, match=match):
         parse_config(tiny_config(**over))
+
+
+def test_groups_name_the_configs_datasets_and_keep_those_run_with_datasets_narrowed(tmp_path, capsys):
+    groups = {"both": ["basicmotions", "CardanoSentiment", "BasicMotions"], "one": ["CardanoSentiment"]}
+    cfg = parse_config(tiny_config(groups=groups))
+    assert cfg.groups == {"both": ["BasicMotions", "CardanoSentiment"], "one": ["CardanoSentiment"]}
+    assert parse_config(tiny_config()).groups == {}
+    # tsrep-benchmark --datasets runs a part of the config: each group keeps what is still run, an empty one goes.
+    narrowed = parse_config(tiny_config(datasets=["BasicMotions"], groups=groups), datasets_narrowed=True)
+    assert narrowed.groups == {"both": ["BasicMotions"]}
+    with pytest.raises(ConfigError, match="group 'one' has datasets that are not the config's: 'Cardano'"):
+        parse_config(tiny_config(groups={"one": ["Cardano"]}), datasets_narrowed=True)  # a typo stays an error
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_config(groups=groups)))
+    assert cli_main(["--config", str(path), "--datasets", "BasicMotions", "--list", "--out", str(tmp_path)]) == 0
+    assert "datasets: BasicMotions" in capsys.readouterr().out
 
 
 def test_shared_params_apply_only_where_a_model_takes_them():
@@ -337,6 +358,108 @@ def test_a_store_written_before_outputs_were_kept_opens_and_keeps_its_cells(tmp_
     report = write_report(store.frame(), ["resnet"], ["GunPoint"], tmp_path / "report", plots=False,
                           outputs=store.outputs())
     assert "| GunPoint |" in report["markdown"] and "Seed ensembles" not in report["markdown"]
+
+
+# ----------------------------------------------------------------------------- means by group
+
+EA, MR = "ea-dc-transformer", "aeon:minirocket"
+# Hand-made cells (dataset, model, seed, score, seconds; score None: the cell failed), no training. MiniROCKET's
+# published fold0 accuracies: GunPoint 0.993333, ItalyPowerDemand 0.963071, Coffee 1.0, Car 0.916667, none for
+# AllGestureWiimoteX (unequal length); Covid3Month is a regression problem.
+HAND_CELLS = [("GunPoint", EA, 0, 0.90, 10.0), ("GunPoint", EA, 1, 0.98, 20.0), ("GunPoint", MR, 0, 0.99, 1.0),
+              ("ItalyPowerDemand", EA, 0, 0.96, 4.0), ("ItalyPowerDemand", MR, 0, 0.95, 2.0),
+              ("Coffee", EA, 0, None, 7.0), ("Coffee", MR, 0, 1.0, 1.0),
+              ("Car", EA, 0, 0.80, 30.0), ("Car", MR, 0, 0.90, 3.0),
+              ("AllGestureWiimoteX", EA, 0, 0.70, 50.0), ("AllGestureWiimoteX", MR, 0, 0.75, 5.0),
+              ("Covid3Month", EA, 0, 0.05, 6.0), ("Covid3Month", MR, 0, 0.04, 1.0)]
+HAND_DATASETS = list(dict.fromkeys(c[0] for c in HAND_CELLS))
+HAND_GROUPS = {"panel": ["GunPoint", "ItalyPowerDemand", "Coffee"],
+               "off-panel": ["Car", "AllGestureWiimoteX", "Covid3Month"],
+               "off-panel equal-length": ["Car", "Covid3Month"]}
+
+
+def _hand_report(tmp_path, folder, **kwargs):
+    store = run_mod.ResultStore(tmp_path / "results.sqlite")
+    for dataset, model, seed, value, seconds in HAND_CELLS:
+        task = "regression" if dataset == "Covid3Month" else "classification"
+        store.write({"key": f"{dataset}/{model}/{seed}", "config": "hand", "dataset": dataset, "model": model,
+                     "seed": seed, "task": task, "metric": "rmse" if task == "regression" else "accuracy",
+                     "status": "error" if value is None else "ok", "score": value, "n_params": 1000,
+                     "seconds": seconds})
+    return write_report(store.frame(), [EA, MR], HAND_DATASETS, tmp_path / folder, plots=False,
+                        published=["MiniROCKET"], references={"GunPoint": 0.5}, **kwargs)
+
+
+def _markdown_rows(markdown: str, header: str) -> dict:
+    """{first cell: other cells} of the table of `markdown` whose header row starts with `header`."""
+    table = markdown[markdown.index(f"| {header}"):].split("\n\n")[0]
+    return {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table.splitlines()}
+
+
+def test_means_by_group_average_the_datasets_where_every_column_has_a_score(tmp_path):
+    report = _hand_report(tmp_path, "report", groups=HAND_GROUPS)
+    rows = _markdown_rows(report["markdown"], "Means by group (accuracy)")
+    assert rows["Means by group (accuracy)"] == ["Datasets", "EA-DC-T", "MiniRocket", "MiniROCKET†", "EA-DC-T s",
+                                                 "MiniRocket s"]
+    # panel: Coffee has no EA-DC-T score (its cell failed), so GunPoint (EA-DC-T's seeds 0.90, 0.98: 0.94; 15 s)
+    # and ItalyPowerDemand count. off-panel: AllGestureWiimoteX has no published figure, Covid3Month is regression.
+    assert rows["panel"] == ["2 of 3", "0.950", "0.970", f"{(0.993333 + 0.963071) / 2:.3f}", "9.5", "1.5"]
+    assert rows["off-panel"] == ["1 of 2", "0.800", "0.900", "0.917", "30.0", "3.0"]
+    assert rows["off-panel equal-length"] == ["1", "0.800", "0.900", "0.917", "30.0", "3.0"]
+    assert "'n of N': n of the group's N datasets counted" in report["markdown"]
+    # Regression: the mean RMSE; the panel has no regression problem, so no row.
+    rows = _markdown_rows(report["markdown"], "Means by group (RMSE)")
+    assert rows["off-panel"] == rows["off-panel equal-length"] == ["1", "0.05", "0.04", "6.0", "1.0"]
+    assert "panel" not in rows
+    means = pd.read_csv(tmp_path / "report" / "classification_groups.csv").set_index("group")
+    assert means.loc["panel", EA] == pytest.approx(0.95)
+    assert means.loc["panel", "published:MiniROCKET"] == pytest.approx((0.993333 + 0.963071) / 2)
+    assert means.loc["panel", ["datasets_counted", "datasets_in_group"]].tolist() == [2, 3]
+    assert means.loc["off-panel", f"{MR}_seconds"] == pytest.approx(3.0)
+    assert (tmp_path / "report" / "classification.md").read_text().count("| panel | 2 of 3 |") == 1
+
+
+def test_a_report_without_groups_is_the_same_as_before_groups_existed(tmp_path):
+    plain = _hand_report(tmp_path, "plain")
+    grouped = _hand_report(tmp_path, "grouped", groups=HAND_GROUPS)
+    written = {f.name for f in plain["files"]}
+    assert written == {"cells.csv", "tables.md", "classification.md", "classification.csv", "regression.md",
+                       "regression.csv"}
+    assert {f.name for f in grouped["files"]} == written | {"classification_groups.csv", "regression_groups.csv"}
+    for name in ("cells.csv", "classification.csv", "regression.csv"):  # the groups add files, change none
+        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "grouped" / name).read_bytes()
+    # Written by the report as it was before groups (one line per row; the footnote is cut for the line length).
+    assert plain["markdown"] == (
+        "## Classification (accuracy, higher is better)\n\n"
+        "| Dataset (accuracy / #params) | EA-DC-T | MiniRocket | MiniROCKET† | Majority class |\n"
+        "|---|---|---|---|---|\n"
+        "| GunPoint | 0.940 ± 0.057 / 1 k | 0.990 / 1 k | 0.993 | 0.500 |\n"
+        "| ItalyPowerDemand | 0.960 / 1 k | 0.950 / 1 k | 0.963 | n/a |\n"
+        "| Coffee | n/a | 1.000 / 1 k | 1.000 | n/a |\n"
+        "| Car | 0.800 / 1 k | 0.900 / 1 k | 0.917 | n/a |\n"
+        "| AllGestureWiimoteX | 0.700 / 1 k | 0.750 / 1 k | n/a | n/a |\n"
+        "| Avg Rank (over 4 datasets) | 1.75 | 1.25 |  |  |\n"
+        "| Avg Accuracy (over 4 datasets) | 0.850 | 0.897 | n/a |  |\n"
+        "| Avg fit+predict s (over 4 datasets) | 24.8 | 2.8 |  |  |\n\n"
+        "† Published test accuracy of methods not run here, on the archive's own TRAIN/TEST split (fold0): "
+        "Middlehurst, Schäfer, Bagnall, \"Bake off redux: a review and experimental evaluation of recent time series "
+        "classification algorithms\", Data Mining and Knowledge Discovery 38 (2024); result files of tsml-eval. Not "
+        "counted in the ranks or the critical-difference diagram; their mean accuracy over the same datasets is "
+        "shown (n/a where the study has no figure for one of them).\n\n"
+        "## Regression (RMSE, lower is better)\n\n"
+        "| Dataset (RMSE / #params) | EA-DC-T | MiniRocket | Train mean |\n"
+        "|---|---|---|---|\n"
+        "| Covid3Month | 0.05 / 1 k | 0.04 / 1 k | n/a |\n"
+        "| Avg Rank (over 1 datasets) | 2.00 | 1.00 |  |\n"
+        "| Avg Rel. diff (over 1 datasets) | 0.111 | -0.111 |  |\n"
+        "| Avg fit+predict s (over 1 datasets) | 6.0 | 1.0 |  |\n\n"
+        "Failed cells (run again to retry): Coffee/ea-dc-transformer/seed 0\n"
+    )
+    # With groups, the same text with the group tables inserted after each task's table.
+    blocks = grouped["markdown"].split("\n\n")
+    kept = [b for i, b in enumerate(blocks) if not b.startswith("| Means by group")
+            and not (i and blocks[i - 1].startswith("| Means by group"))]
+    assert "\n\n".join(kept) == plain["markdown"]
 
 
 # ----------------------------------------------------------------------------- progress inside a cell

@@ -1,9 +1,13 @@
 """The packaged UCR benchmark configs (tsrep/configs/ucr-dev.yaml, ucr.yaml, ucr-holdout.yaml,
-ucr-offpanel.yaml) load and validate (no training)."""
+ucr-offpanel.yaml, ucr-dev47.yaml) load and validate (no training)."""
 
 from tsrep.benchmarks import load_config
 from tsrep.benchmarks.published import published_results
-from tsrep.data import list_datasets
+from tsrep.data import list_datasets, load_archive
+
+#: The problems of ucr-offpanel.yaml whose series are of unequal length (no published figures).
+UNEQUAL_LENGTH = ["AllGestureWiimoteX", "AllGestureWiimoteY", "AllGestureWiimoteZ", "GestureMidAirD1",
+                  "GestureMidAirD2", "GestureMidAirD3", "GesturePebbleZ1", "GesturePebbleZ2"]
 
 
 def test_ucr_configs_load_and_validate():
@@ -37,3 +41,32 @@ def test_offpanel_config_is_off_both_panels_and_on_disk():
     assert offpanel.models == ["ea-dc-transformer", "resnet", "aeon:minirocket"] and offpanel.seeds == [0]
     assert not offpanel.params and not offpanel.model_params and not offpanel.grid  # the defaults
     assert offpanel.published == dev.published and offpanel.published_split == "fold0"
+
+
+def _series_lengths(name: str) -> set[int]:
+    """The lengths of a problem's series on disk, TRAIN and TEST (a list of arrays where they differ)."""
+    lengths = set()
+    for split in ("train", "test"):
+        X, _ = load_archive(name, split, offline=True)
+        lengths |= {x.shape[-1] for x in X} if isinstance(X, list) else {X.shape[-1]}
+    return lengths
+
+
+def test_dev47_config_is_the_panel_and_the_offpanel_with_their_groups():
+    dev, offpanel, dev47 = load_config("ucr-dev"), load_config("ucr-offpanel"), load_config("ucr-dev47")
+    assert dev47.datasets == dev.datasets + offpanel.datasets and len(set(dev47.datasets)) == 47
+    assert set(dev47.datasets) <= set(list_datasets("ucr", available_offline=True))  # on disk: offline runs
+    assert dev47.models == ["ea-dc-transformer", "aeon:minirocket"] and dev47.seeds == [0, 1, 2]
+    assert not dev47.params and not dev47.model_params and not dev47.grid  # the defaults, as on the panel
+    assert dev47.published == dev.published and dev47.published_split == "fold0" and not dev47.published_in_ranks
+    assert dev47.offline is True
+    assert list(dev47.groups) == ["panel", "off-panel", "off-panel equal-length"]
+    assert dev47.groups["panel"] == dev.datasets and dev47.groups["off-panel"] == offpanel.datasets
+    equal = dev47.groups["off-panel equal-length"]
+    assert equal == [d for d in offpanel.datasets if d not in UNEQUAL_LENGTH] and len(equal) == 27
+    # The partition as the data on disk has it: one length in every problem of the group, several in the others.
+    assert all(len(_series_lengths(d)) == 1 for d in equal)
+    assert all(len(_series_lengths(d)) > 1 for d in UNEQUAL_LENGTH)
+    # Every problem of these two groups has every published column (their rows average the same problems).
+    published = published_results("classification", split="fold0", methods=dev47.published)
+    assert published.reindex(dev47.groups["panel"] + equal).notna().all().all()

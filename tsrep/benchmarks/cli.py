@@ -12,7 +12,8 @@ one of the configs that ship with tsrep (quick, shipped-paper-budget, paper, ucr
 Finished cells are stored in OUT/results.sqlite as they finish; running the same command again
 after an interruption runs only the missing cells. Outputs in OUT (default results/archive/<name>):
 tables.md, classification.md/.csv, regression.md/.csv, cells.csv, cd_<task>.png, bar_<task>.png, and
-with several seeds <task>_seed_ensembles.md/.csv (each model's seeds averaged into one ensemble).
+with several seeds <task>_seed_ensembles.md/.csv (each model's seeds averaged into one ensemble); with
+`groups` in the config, a "Means by group" table under each task's table, also <task>_groups.csv.
 
 On a Dask cluster (pip install 'tsrep[dask]'; `dask scheduler` on one machine, `dask worker
 tcp://HOST:8786` on the others, each with tsrep installed):
@@ -130,7 +131,8 @@ def main(argv=None) -> int:
 
     try:
         raw, name, where = read_config(args.config)
-        cfg = parse_config(_override(raw, args), name=name, path=where)
+        # --datasets runs a part of the config: its groups keep the datasets still run.
+        cfg = parse_config(_override(raw, args), name=name, path=where, datasets_narrowed=bool(args.datasets))
     except (ConfigError, ValueError) as err:
         return _error(err)
     out = Path(args.out or Path("results") / "archive" / cfg.name)
@@ -220,7 +222,7 @@ def _write_report(args, cfg, out: Path, df, outputs: dict) -> list:
     report = write_report(df, cfg.models, cfg.datasets, out, title=f"{cfg.name} ({len(cfg.seeds)} seed(s))",
                           plots=not args.no_plots, references=references, published=cfg.published,
                           published_split=cfg.published_split, published_in_ranks=cfg.published_in_ranks,
-                          outputs=outputs)
+                          outputs=outputs, groups=cfg.groups)
     print(report["markdown"])
     return report["files"]
 

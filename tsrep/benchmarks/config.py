@@ -33,6 +33,9 @@ Format (every key but ``models`` and one of ``datasets``/``collections`` is opti
     published: [MiniROCKET, HC2]     # published test scores shown beside the models (not run)
     published_split: fold0           # fold0 (the archive's split, as run here) or mean (over resamples)
     published_in_ranks: false        # true: count them in Avg Rank / Avg Accuracy / Rel. diff and the CD diagram
+    groups:                          # named sets of the config's datasets: the report adds their means
+      panel: [BasicMotions]
+      all: [BasicMotions, Covid3Month]
     scheduler: tcp://head:8786       # run the cells on this Dask scheduler's workers (default: this machine)
     store: postgresql://me@db/bench  # results store: SQLAlchemy URL or SQLite path (default OUT/results.sqlite)
 
@@ -47,6 +50,13 @@ marked "†" with a footnote citing the study, for the problems of the run that 
 default they are not ranked (they were not measured here); ``published_in_ranks: true`` counts them
 in the summary rows and the critical-difference diagram, over the problems where every model and
 every published method has a score.
+
+Groups (``groups: {name: [datasets]}``): each names some of the config's datasets (any other name is a
+ConfigError naming the group); under each task's table the report adds "Means by group", a row per group
+with the mean score of every model and published column over the group's datasets where all of them have
+one (how many of how many were counted) and the models' mean fit+predict seconds there. Groups may overlap.
+When ``tsrep-benchmark --datasets`` runs a part of a config (parse_config's ``datasets_narrowed``), each
+group keeps the datasets still run, and one left empty is dropped.
 
 Shared ``params``/``grid``/``dataset_params`` apply to a model only where it has that parameter (an
 LSTM has no alpha) and never override a model's defining parameters (beta=0 of "w/o Convolution");
@@ -75,7 +85,7 @@ if TYPE_CHECKING:
 KEYS = (
     "name", "description", "datasets", "collections", "models", "seeds", "params", "model_params",
     "dataset_params", "grid", "model_grid", "selection", "data", "published", "published_split",
-    "published_in_ranks", "scheduler", "store",
+    "published_in_ranks", "groups", "scheduler", "store",
 )
 SELECTION_KEYS = ("validation_fraction", "refit")
 DATA_KEYS = ("offline", "cache_dir", "available_offline")
@@ -105,6 +115,7 @@ class BenchmarkConfig:
     published: list[str] = field(default_factory=list)
     published_split: str = "fold0"
     published_in_ranks: bool = False
+    groups: dict = field(default_factory=dict)  # {name: [datasets of the config]}, for the report's means
     description: str = ""
     path: str | None = None
     scheduler: str | None = None
@@ -229,12 +240,16 @@ def _check_shared_keys(section: dict, models: list[str], where: str) -> None:
             raise ConfigError(f"{where}: no model takes a parameter {key!r}{_close(key, known)}")
 
 
-def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) -> BenchmarkConfig:
-    """The BenchmarkConfig of a config's YAML mapping; ConfigError naming the first malformed key."""
+def parse_config(raw: dict, name: str = "benchmark", path: str | None = None,
+                 datasets_narrowed: bool = False) -> BenchmarkConfig:
+    """The BenchmarkConfig of a config's YAML mapping; ConfigError naming the first malformed key.
+    datasets_narrowed: 'datasets'/'collections' were replaced by a part of the config's own (tsrep-benchmark
+    --datasets), so a group keeps those of its datasets still run instead of being refused for the others."""
     _check_keys(raw)
     models = _models(raw)
     data, available_offline = _data_section(raw)
     datasets = _datasets(raw, data, available_offline)
+    groups = _groups(raw, datasets, datasets_narrowed)
     seeds = _seeds(raw)
     params = _mapping(raw, "params")
     _check_shared_keys(params, models, "params")
@@ -267,6 +282,7 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None) ->
         published=published,
         published_split=published_split,
         published_in_ranks=published_in_ranks,
+        groups=groups,
         description=str(raw.get("description") or ""),
         path=path,
         scheduler=raw.get("scheduler"),
@@ -328,6 +344,36 @@ def _datasets(raw: dict, data: dict, available_offline: bool) -> list[str]:
             col_raw and available_offline)
         raise ConfigError(f"no datasets: give 'datasets' (names) and/or 'collections'{found}")
     return datasets
+
+
+def _groups(raw: dict, datasets: list[str], narrowed: bool) -> dict[str, list[str]]:
+    """'groups' with each group's datasets by their archive names, each once, in the order given. A name that
+    is not one of `datasets` is a ConfigError naming the group (with `narrowed`, only one that is no archive
+    name: the others were left out of this run, and a group left with none is dropped)."""
+    groups = {}
+    for group, members in _mapping(raw, "groups").items():
+        if not isinstance(group, str) or not group.strip():
+            raise ConfigError(f"groups: a group's name must be a non-empty string, got {group!r}")
+        where = f"groups: group {group!r}"
+        if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+            raise ConfigError(f"{where} must be a non-empty list of dataset names, got {members!r}")
+        named, stray = [], []
+        for member in members:
+            try:
+                name = canonical_name(member)
+            except ValueError:
+                stray.append(member)
+                continue
+            if name in datasets:
+                named.append(name)
+            elif not narrowed:
+                stray.append(member)
+        if stray:
+            raise ConfigError(f"{where} has datasets that are not the config's: {', '.join(map(repr, stray))}"
+                              f"{_close(stray[0], datasets)}")
+        if named:
+            groups[group] = list(dict.fromkeys(named))
+    return groups
 
 
 def _seeds(raw: dict) -> list[int]:

@@ -30,6 +30,12 @@ The summary rows use only the datasets where every model has a score (their numb
 a dataset with a missing cell is still shown. The paper's own summary rows are printed beside ours
 only when the table holds exactly the paper's datasets and the models are among its seven.
 
+Groups (``groups={name: [datasets]}``, a config's ``groups``): under each task's table, "Means by group",
+a row per group that has datasets of the task: the mean score of every model and published column over
+the group's datasets where all of them have one (published ones included whether ranked or not, so that
+every column of a row averages the same problems), "n of N" when only n of its N datasets were counted,
+and each model's mean fit+predict seconds over the same datasets; also written to <task>_groups.csv.
+
 Pictures (matplotlib, PNG): aeon's critical-difference diagram per task (needs three models and
 at least two complete datasets) and a grouped bar chart per task (accuracy; for regression the
 RMSE relative to the dataset's mean over models, the quantity that Eq. 12 averages).
@@ -220,7 +226,55 @@ def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[s
         # Cost beside quality: mean fit + predict seconds per problem (published columns have none).
         summary[SECONDS_ROW] = seconds.loc[complete.index].mean(axis=0)
     return {"scores": scores, "complete": complete, "summary": summary, "datasets": datasets, "sub": sub,
-            "published": extra, "published_in_ranks": published_in_ranks and len(extra.columns) > 0}
+            "published": extra, "published_in_ranks": published_in_ranks and len(extra.columns) > 0,
+            "seconds": seconds}
+
+
+def _task_of(dataset: str) -> str | None:
+    try:
+        return dataset_task(dataset)
+    except ValueError:  # a name outside the archive's lists: known only by its results
+        return None
+
+
+def group_means(table: dict, task: str, models: list[str], groups: dict) -> pd.DataFrame:
+    """A row per group with datasets of `task`: group, datasets_counted (those where every model and published
+    column has a score), datasets_in_group (its datasets of the task), the mean score of each model and
+    published column over the counted datasets, and <model>_seconds, the model's mean fit+predict seconds there."""
+    values = pd.concat([table["scores"], table["published"]], axis=1)
+    seconds = table["seconds"].rename(columns=lambda m: f"{m}_seconds")
+    rows = []
+    for name, members in groups.items():
+        # A dataset of the group without any result yet still counts in N: its task is known by its name.
+        members = [d for d in members if d in table["datasets"] or _task_of(d) == task]
+        if not members:
+            continue
+        counted = values.reindex(members).dropna()
+        rows.append({"group": name, "datasets_counted": len(counted), "datasets_in_group": len(members),
+                     **counted.mean(axis=0), **seconds.reindex(counted.index).mean(axis=0)})
+    return pd.DataFrame(rows, columns=["group", "datasets_counted", "datasets_in_group", *values.columns,
+                                       *seconds.columns])
+
+
+GROUPS_NOTE = ("Means over the datasets of each group where every column has a score; 'n of N': n of the group's "
+               "N datasets counted (on the others a model's cell is missing or failed, or a published method has "
+               "no figure). '<model> s': the model's mean fit+predict seconds over the same datasets.")
+
+
+def render_groups(means: pd.DataFrame, task: str, models: list[str]) -> str:
+    """The "Means by group" table of group_means' rows, and its note."""
+    metric = "accuracy" if task == "classification" else "RMSE"
+    columns = [c for c in means.columns if c in models or c.startswith(PUBLISHED_PREFIX)]
+    lines = [f"| Means by group ({metric}) | Datasets | " + " | ".join(
+                 [column_label(c) for c in columns] + [f"{model_label(m)} s" for m in models]) + " |",
+             "|---|---|" + "---|" * (len(columns) + len(models))]
+    for row in means.to_dict("records"):
+        counted, size = row["datasets_counted"], row["datasets_in_group"]
+        cells = [f"{counted} of {size}" if counted < size else str(counted)]
+        cells += ["n/a" if pd.isna(row[c]) else format_score(row[c], task) for c in columns]
+        cells += ["n/a" if pd.isna(row[f"{m}_seconds"]) else f"{row[f'{m}_seconds']:.1f}" for m in models]
+        lines.append(f"| {row['group']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines + ["", GROUPS_NOTE])
 
 
 def _paper_summary_applies(task: str, complete: pd.DataFrame, models: list[str]) -> bool:
@@ -368,10 +422,26 @@ def plot_bars(table: dict, task: str, models: list[str], path: Path) -> Path | N
     return path
 
 
+def _write_task_table(table: dict, task: str, models: list[str], out_dir: Path, stem: str, paper: bool,
+                      references, groups) -> tuple[str, list]:
+    """One task table as <stem>.md and <stem>.csv, with its groups' means (and <stem>_groups.csv) when there
+    are groups; returns (its markdown, the files written)."""
+    md = render_markdown(table, task, models, paper, references)
+    table_csv(table, task, models, references).to_csv(out_dir / f"{stem}.csv", index=False)
+    files = [out_dir / f"{stem}.csv", out_dir / f"{stem}.md"]
+    means = group_means(table, task, models, groups) if groups else pd.DataFrame()
+    if len(means):
+        md += "\n\n" + render_groups(means, task, models)
+        means.to_csv(out_dir / f"{stem}_groups.csv", index=False)
+        files.append(out_dir / f"{stem}_groups.csv")
+    (out_dir / f"{stem}.md").write_text(md + "\n")
+    return md, files
+
+
 def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_dir, title: str = "",
                  plots: bool = True, paper: bool = True, references: dict | None = None, published=None,
                  published_split: str = "fold0", published_in_ranks: bool = False,
-                 outputs: dict | None = None) -> dict:
+                 outputs: dict | None = None, groups: dict | None = None) -> dict:
     """Write tables (Markdown + CSV), the cells' CSV and the pictures; returns {"markdown": str, "files": [...]}.
 
     references: {dataset: score of a constant prediction} (reference_scores), shown beside the models.
@@ -380,6 +450,8 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
     the critical-difference diagram only with published_in_ranks=True.
     outputs: the cells' stored test outputs (ResultStore.outputs); with several seeds, a second table per
     task gives the seed ensembles (seed_ensembles), written to <task>_seed_ensembles.md/.csv.
+    groups: {name: [datasets]}; each task table is followed by its groups' means (group_means), also written
+    to <task>_groups.csv (and <task>_seed_ensembles_groups.csv).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -394,19 +466,16 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
         table = task_table(agg, task, models, datasets, published, published_split, published_in_ranks)
         if not table["datasets"]:
             continue
-        md = render_markdown(table, task, models, paper, references)
+        md, written = _write_task_table(table, task, models, out_dir, task, paper, references, groups)
         parts.append(f"## {task.capitalize()} ({'accuracy, higher' if task == 'classification' else 'RMSE, lower'}"
                      " is better)\n\n" + md)
-        table_csv(table, task, models, references).to_csv(out_dir / f"{task}.csv", index=False)
-        (out_dir / f"{task}.md").write_text(md + "\n")
-        files += [out_dir / f"{task}.csv", out_dir / f"{task}.md"]
+        files += written
         if len(ensembles[ensembles["task"] == task]):
             ens_table = task_table(ensembles, task, models, datasets, published, published_split, published_in_ranks)
-            ens_md = render_markdown(ens_table, task, models, paper=False, references=references)
+            ens_md, written = _write_task_table(ens_table, task, models, out_dir, f"{task}_seed_ensembles", False,
+                                                references, groups)
             parts.append(f"### Seed ensembles ({task}): {ENSEMBLE_NOTE}\n\n" + ens_md)
-            table_csv(ens_table, task, models, references).to_csv(out_dir / f"{task}_seed_ensembles.csv", index=False)
-            (out_dir / f"{task}_seed_ensembles.md").write_text(ens_md + "\n")
-            files += [out_dir / f"{task}_seed_ensembles.csv", out_dir / f"{task}_seed_ensembles.md"]
+            files += written
         if plots:
             try:
                 import matplotlib  # noqa: F401
