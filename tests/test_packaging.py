@@ -193,3 +193,41 @@ def test_sdist_carries_the_docs_benchmarks_notebooks_and_tests_without_build_out
     assert any(n.startswith("docs/examples/plot_") for n in names)
     leaked = sorted(n for n in names if re.search(r"(^|/)(_build|generated|auto_examples|__pycache__)/|\.pyc$", n))
     assert not leaked, leaked
+
+
+# ----------------------------------------------------------------------------- benchmarks shipped in the package
+#: The benchmark scripts that ship as modules of the package, so that an installed tsrep reruns them.
+SHIPPED_BENCHMARKS = ("tsrep.benchmarks.text", "tsrep.benchmarks.vision")
+# Runs a module as ``python -m`` does, then prints its exit code and whether it had imported torch.
+_HELP_PROBE = """
+import json, runpy, sys
+module = sys.argv[1]
+sys.argv = [module, "--help"]
+try:
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    code = None
+except SystemExit as exited:
+    code = exited.code
+print(json.dumps({"code": code, "torch": "torch" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("module", SHIPPED_BENCHMARKS)
+def test_shipped_benchmarks_answer_help_without_importing_torch(module):
+    done = _run([sys.executable, "-m", module, "--help"], cwd=ROOT)
+    assert done.stdout.startswith(f"usage: python -m {module}") and "--seed" in done.stdout, done.stdout
+    probed = json.loads(_run([sys.executable, "-c", _HELP_PROBE, module], cwd=ROOT).stdout.splitlines()[-1])
+    assert probed == {"code": 0, "torch": False}
+
+
+def test_wheel_carries_the_shipped_benchmarks_and_the_installed_copy_runs_them(dists, installed):
+    wheel, sdist = dists
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    assert {f"{module.replace('.', '/')}.py" for module in SHIPPED_BENCHMARKS} <= names
+    with tarfile.open(sdist) as tf:
+        sdist_names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
+    assert not {"benchmarks/text_minilm.py", "benchmarks/vision.py"} & sdist_names  # moved into the package
+    _, python, _, work = installed
+    for module in SHIPPED_BENCHMARKS:
+        assert _run([python, "-m", module, "--help"], cwd=work).stdout.startswith(f"usage: python -m {module}")

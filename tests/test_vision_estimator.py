@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
+import torch
 from sklearn.datasets import load_digits
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import estimator_checks_generator, parametrize_with_checks
@@ -15,6 +16,7 @@ import tsrep
 from tsrep import EAViTClassifier
 from tsrep.estimators._parameters import InvalidParameterError
 from tsrep.estimators.vision import auto_patch_size
+from tsrep.training import predict_logits
 from tsrep.training.callbacks import Callback
 
 TINY = dict(d_model=8, n_layers=1, n_heads=2, max_epochs=2, batch_size=8, random_state=0)
@@ -133,6 +135,64 @@ def test_a_damaged_model_file_is_refused_at_load(fitted, tmp_path):
     write_model_file(tmp_path / "edited.safetensors", document, tensors)
     with pytest.raises(ValueError, match="classes_"):
         tsrep.load(tmp_path / "edited.safetensors")
+
+
+# ---------------------------------------------------------------------------------------------------- mixed precision
+class _LinearDtypes(Callback):
+    """Records the output dtype of the first Linear layer of the network being trained, at every forward pass."""
+
+    def __init__(self):
+        self.dtypes = []
+
+    def on_fit_start(self, info):
+        self.handle = _record_linear_dtypes(info["model"], self.dtypes)
+
+    def on_fit_end(self, logs):
+        self.handle.remove()
+
+
+def _record_linear_dtypes(module, dtypes):
+    linear = next(m for m in module.modules() if isinstance(m, torch.nn.Linear))
+    return linear.register_forward_hook(lambda layer, args, out: dtypes.append(out.dtype))
+
+
+def test_bf16_runs_the_network_under_autocast_in_training_and_prediction(digits, tmp_path):
+    images, labels = digits
+    trained = _LinearDtypes()
+    clf = EAViTClassifier(**TINY, mixed_precision="bf16", callbacks=trained).fit(images[:64], labels[:64])
+    assert trained.dtypes and set(trained.dtypes) == {torch.bfloat16}  # matrix products in bf16
+    assert all(np.isfinite(loss) for loss in clf.history_.train_loss)
+    predicted = []
+    handle = _record_linear_dtypes(clf.module_, predicted)
+    proba = clf.predict_proba(images[64:96])
+    handle.remove()
+    assert predicted and set(predicted) == {torch.bfloat16}
+    assert proba.shape == (32, len(clf.classes_)) and np.allclose(proba.sum(1), 1)
+    assert set(clf.predict(images[64:96])) <= set(clf.classes_)
+    inputs = clf._model_inputs(clf._check_X(images[64:96], fit=False))
+    assert predict_logits(clf.module_, inputs, autocast_dtype=torch.bfloat16).dtype == torch.float32
+
+    loaded = EAViTClassifier.load(clf.save(tmp_path / "bf16.safetensors"))
+    assert loaded.mixed_precision == "bf16"
+    np.testing.assert_array_equal(loaded.predict_proba(images[64:96]), proba)
+
+
+def test_default_precision_is_float32_and_a_bad_mixed_precision_is_refused_by_name(fitted, digits):
+    images, labels = digits
+    seen = []
+    handle = _record_linear_dtypes(fitted.module_, seen)
+    fitted.predict(images[:4])
+    handle.remove()
+    assert fitted.mixed_precision is None and set(seen) == {torch.float32}
+    for bad in ("fp16", "bfloat16", True):
+        with pytest.raises(InvalidParameterError, match="'mixed_precision' parameter of EAViTClassifier.*'bf16'"):
+            EAViTClassifier(**TINY, mixed_precision=bad).fit(images[:8], labels[:8])
+    fitted.set_params(mixed_precision="fp16")
+    try:
+        with pytest.raises(InvalidParameterError, match="'mixed_precision' parameter"):  # set after fit: refused too
+            fitted.predict(images[:4])
+    finally:
+        fitted.set_params(mixed_precision=None)
 
 
 # ---------------------------------------------------------------------------------------------------- bad input

@@ -36,14 +36,15 @@ from tsrep.backbones.config import check_constraints, positive_int
 from tsrep.estimators._checks import (
     check_class_labels, check_enough_cases, check_finite_outputs, check_optimizer, resolve_device, seed_from,
 )
+from tsrep.estimators._parameters import COST
 from tsrep.estimators._saving import _checked_params, _cpu_if_no_cuda, load_estimator, params_to_json
 from tsrep.training.tensor_fit import accuracy, fit_tensors, predict_logits
 from tsrep.training.callbacks import check_callbacks
 from tsrep.training.loop import History, count_parameters
 
 __all__ = [
-    "FITTED_ATTRIBUTES_DOC", "TENSOR_TRAINING", "TRAINING_PARAMETERS_DOC", "TensorClassifierMixin", "TensorEstimator",
-    "TensorRegressorMixin", "training_table",
+    "AUTOCAST_DTYPES", "COST_PARAMETERS_DOC", "FITTED_ATTRIBUTES_DOC", "TENSOR_COST", "TENSOR_TRAINING",
+    "TRAINING_PARAMETERS_DOC", "TensorClassifierMixin", "TensorEstimator", "TensorRegressorMixin", "training_table",
 ]
 
 #: The training recipe of the text and image estimators (each sets its own defaults: training_table).
@@ -89,6 +90,19 @@ TRAINING_PARAMETERS_DOC = """    optimizer : str or torch.optim.Optimizer subcla
     callbacks : Callback, list of Callback or None, default=None
         Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
         (tsrep.training.callbacks); logs hold train_loss, lr and seconds; on_epoch_end returning True stops."""
+
+#: How the network runs, not what it computes (beyond float rounding): the series estimators' mixed_precision
+#: (tsrep.estimators._parameters.COST), with the same accepted values.
+TENSOR_COST = {"mixed_precision": (None, COST["mixed_precision"].constraints)}
+#: mixed_precision -> the dtype of torch.autocast (None: no autocast, float32 throughout).
+AUTOCAST_DTYPES = {None: None, "bf16": torch.bfloat16}
+
+#: The numpydoc entries of TENSOR_COST.
+COST_PARAMETERS_DOC = """    mixed_precision : "bf16" or None, default=None
+        Run the network under torch.autocast with bfloat16 on the estimator's device, in training and in
+        prediction: matrix products and convolutions in bf16, the attention softmax and the loss in float32;
+        the network's outputs leave it in float32. Fast on GPUs and on CPUs with native bf16; on CPUs without
+        it (AVX2 only) slower than float32. None: float32 throughout."""
 
 #: The numpydoc entries of the fitted attributes every estimator here has: a placeholder that
 #: tsrep.estimators._parameters.keyword_parameters writes out from the shared declarations.
@@ -155,7 +169,7 @@ class TensorEstimator(BaseEstimator):
                 optimizer_kwargs=self.optimizer_kwargs, weight_decay=self.weight_decay, grad_clip=self.grad_clip,
                 lr_schedule=None if self.lr_schedule == "none" else self.lr_schedule, eval_data=None, device=device,
                 callbacks=self.callbacks, loss_fn=self._loss, score_fn=self._score_outputs, fit_info=fit_info,
-                what=f"{type(self).__name__}.fit",
+                what=f"{type(self).__name__}.fit", autocast_dtype=self._autocast_dtype(),
             )
         self.module_ = model.eval()  # a fitted model predicts; predicting must not change its state
         self.n_parameters_ = count_parameters(model)
@@ -173,14 +187,23 @@ class TensorEstimator(BaseEstimator):
             raise ValueError(f"X holds {n_cases} case(s) but y holds {len(y)} target(s); give one per case")
         return y
 
+    def _autocast_dtype(self) -> torch.dtype | None:
+        """The torch.autocast dtype of mixed_precision; checked again here, for a value set after fit."""
+        check_constraints(type(self)._parameter_constraints, {"mixed_precision": self.mixed_precision},
+                          type(self).__name__)
+        return AUTOCAST_DTYPES[self.mixed_precision]
+
     # ----------------------------------------------------------------- predict
     def _outputs(self, X) -> torch.Tensor:
-        """The fitted network's outputs (n_cases, n_outputs) for X, on the CPU, refused when not finite."""
+        """The fitted network's outputs (n_cases, n_outputs) for X, on the CPU in float32, refused when not
+        finite."""
         check_is_fitted(self, "module_")
         X = self._check_X(X, fit=False)
         device = resolve_device(self.device)
         self.module_.to(device)
-        return check_finite_outputs(predict_logits(self.module_, self._model_inputs(X), self.batch_size, device))
+        outputs = predict_logits(self.module_, self._model_inputs(X), self.batch_size, device,
+                                 autocast_dtype=self._autocast_dtype())
+        return check_finite_outputs(outputs)
 
     # ----------------------------------------------------------------- save / load
     def save(self, path):

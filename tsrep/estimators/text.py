@@ -14,14 +14,14 @@ from tsrep.backbones.text import (
 from tsrep.backbones.config import positive_int, unit_interval
 from tsrep.estimators._parameters import keyword_parameters
 from tsrep.estimators._tensor_base import (
-    FITTED_ATTRIBUTES_DOC, TRAINING_PARAMETERS_DOC, TensorClassifierMixin, TensorEstimator, TensorRegressorMixin,
-    training_table,
+    COST_PARAMETERS_DOC, FITTED_ATTRIBUTES_DOC, TENSOR_COST, TRAINING_PARAMETERS_DOC, TensorClassifierMixin,
+    TensorEstimator, TensorRegressorMixin, training_table,
 )
 
 __all__ = ["EATextClassifier", "EATextRegressor", "check_texts"]
 
 #: The network: which checkpoint, and the evolving attention added to it. alpha = beta = 0.1 is the low end of
-#: the paper's EA-BERT grid {0.1, 0.2, 0.4}, the setting of benchmarks/text_minilm.py.
+#: the paper's EA-BERT grid {0.1, 0.2, 0.4}, the setting of tsrep.benchmarks.text.
 TEXT_NETWORK = {
     "checkpoint": (None, [str, os.PathLike, None]),
     "alpha": (0.1, [unit_interval("both")]),
@@ -31,7 +31,7 @@ TEXT_NETWORK = {
     "max_length": (128, [positive_int()]),
 }
 #: Fine-tuning, within the paper's grid for BERT (lr {1e-4, 1e-5, 2e-5}, batch {8, 16}, epochs {2, 3, 5}): lr 1e-4
-#: learns within few steps (benchmarks/text_minilm.py); batch 8 gives a small training set twice the steps of 16
+#: learns within few steps (tsrep.benchmarks.text); batch 8 gives a small training set twice the steps of 16
 #: (200 tweets of tests/test_text_estimator.py, 3 epochs: test accuracy 0.83 against 0.805).
 TEXT_TRAINING = training_table(lr=1e-4, batch_size=8, max_epochs=3)
 
@@ -67,7 +67,7 @@ def check_texts(X) -> list[str]:
     return [str(text) for text in texts]
 
 
-@keyword_parameters(TEXT_NETWORK, TEXT_TRAINING)
+@keyword_parameters(TEXT_NETWORK, TEXT_TRAINING, TENSOR_COST)
 class _EATextEstimator(TensorEstimator):
     """What EATextClassifier and EATextRegressor share: the checkpoint, its tokenizer and the network."""
 
@@ -153,7 +153,7 @@ _PARAMETERS_DOC = """
         Texts per optimiser step (the paper's grid: 8, 16; 8 gives small training sets more steps).
     max_epochs : int, default=3
         Epochs of fine-tuning (the paper's grid: 2, 3, 5).
-""" + TRAINING_PARAMETERS_DOC + "\n"
+""" + TRAINING_PARAMETERS_DOC + "\n" + COST_PARAMETERS_DOC + "\n"
 
 _ATTRIBUTES_DOC = """    module_ : tsrep.backbones.EATextClassificationModel
         The fine-tuned network (encoder and head).

@@ -13,7 +13,8 @@ from tsrep.backbones.config import positive_int, unit_interval
 from tsrep.backbones.vision import EAViT
 from tsrep.estimators._parameters import keyword_parameters
 from tsrep.estimators._tensor_base import (
-    FITTED_ATTRIBUTES_DOC, TRAINING_PARAMETERS_DOC, TensorClassifierMixin, TensorEstimator, training_table,
+    COST_PARAMETERS_DOC, FITTED_ATTRIBUTES_DOC, TENSOR_COST, TRAINING_PARAMETERS_DOC, TensorClassifierMixin,
+    TensorEstimator, training_table,
 )
 
 __all__ = ["EAViTClassifier", "auto_patch_size", "check_images"]
@@ -30,7 +31,7 @@ VISION_NETWORK = {
     "attn_kernel_size": (3, [positive_int()]),
     "dropout": (0.0, [unit_interval("left")]),
 }
-#: From scratch on small images: the settings of benchmarks/vision.py on digits (batch 32, lr 3e-3, cosine, 30 epochs).
+#: From scratch on small images: tsrep.benchmarks.vision's settings on digits (batch 32, lr 3e-3, cosine, 30 epochs).
 VISION_TRAINING = training_table(lr=3e-3, batch_size=32, max_epochs=30)
 
 #: patch_size="auto" gives at least this many patches (a 4 x 4 grid on a square image).
@@ -40,7 +41,7 @@ MIN_PATCHES = 16
 def auto_patch_size(height: int, width: int, min_patches: int = MIN_PATCHES) -> int:
     """The largest patch side dividing both `height` and `width` that still cuts the image into at least
     `min_patches` patches; 1 (one token per pixel) when no larger one does. 8 x 8 digits get 2 (16 patches),
-    28 x 28 MNIST 7 (16 patches), 32 x 32 CIFAR 8: the settings of benchmarks/vision.py."""
+    28 x 28 MNIST 7 (16 patches), 32 x 32 CIFAR 8: the settings of tsrep.benchmarks.vision."""
     for side in range(min(height, width), 1, -1):
         if height % side == 0 and width % side == 0 and (height // side) * (width // side) >= min_patches:
             return side
@@ -79,7 +80,7 @@ def check_images(X, image_shape=None) -> np.ndarray:
     return images.astype(np.float32)
 
 
-@keyword_parameters(VISION_NETWORK, VISION_TRAINING)
+@keyword_parameters(VISION_NETWORK, VISION_TRAINING, TENSOR_COST)
 class EAViTClassifier(TensorClassifierMixin, TensorEstimator):
     __doc__ = f"""Image classifier: a Vision Transformer with evolving attention (EA-ViT), trained from scratch.
 
@@ -120,6 +121,7 @@ class EAViTClassifier(TensorClassifierMixin, TensorEstimator):
     batch_size : int >= 2, default=32
     max_epochs : int, default=30
 {TRAINING_PARAMETERS_DOC}
+{COST_PARAMETERS_DOC}
 
     Attributes
     ----------

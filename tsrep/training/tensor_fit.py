@@ -9,6 +9,7 @@ mask in every training and prediction batch, or the call is refused (TensorInput
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import time
@@ -101,6 +102,20 @@ def _check_xy(X, y: torch.Tensor, what: str) -> TensorInputs:
     return inputs
 
 
+def autocast_context(device, dtype: torch.dtype | None):
+    """torch.autocast with `dtype` on `device`'s type (matrix products and convolutions in dtype; the
+    attention softmax in float32, tsrep.nn.attention), or no context at all when dtype is None: full
+    precision, bit for bit as without."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=dtype)
+
+
+def _check_autocast_dtype(dtype, what: str) -> None:
+    if not (dtype is None or (isinstance(dtype, torch.dtype) and dtype.is_floating_point)):
+        raise ValueError(f"{what}: autocast_dtype must be None or a floating torch.dtype, got {dtype!r}")
+
+
 def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
     return float((outputs.argmax(1) == targets).float().mean())
 
@@ -108,13 +123,16 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
 class ClassifierTrainer(Trainer):
     """The loop of :func:`fit_classifier` and :func:`fit_tensors`: whole input tensors (TensorInputs),
     a loss (cross-entropy by default), an optional per-step lr schedule and a held-out score after every
-    epoch."""
+    epoch. autocast_dtype: None, or the forward passes run under torch.autocast with it (autocast_context)
+    and the loss takes their outputs in float32."""
 
     def __init__(self, model, X, y, optimizer, device, generator, batch_size, grad_clip, lr, epochs,
-                 lr_schedule=None, eval_data=None, callbacks=None, loss_fn=F.cross_entropy, score_fn=accuracy):
+                 lr_schedule=None, eval_data=None, callbacks=None, loss_fn=F.cross_entropy, score_fn=accuracy,
+                 autocast_dtype=None):
         super().__init__(model, optimizer, X.first, device, generator, batch_size, grad_clip, lr, callbacks)
         self.X, self.y, self.eval_data = X, y, eval_data
         self.loss_fn, self.score_fn = loss_fn, score_fn
+        self.autocast_dtype = autocast_dtype
         self.scheduler = (
             torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * self.steps_per_epoch)
             if lr_schedule == "cosine"
@@ -127,7 +145,10 @@ class ClassifierTrainer(Trainer):
     def batch_loss(self, index):
         shard = self.parallel.shard(index)  # one process: index itself
         xb, yb = self.X.rows(shard, self.device), self.y[shard].to(self.device)
-        return self.loss_fn(xb.run(self.parallel.model), yb), len(shard), len(index)
+        with autocast_context(self.device, self.autocast_dtype):
+            outputs = xb.run(self.parallel.model)
+        # The loss outside autocast, in float32 (.float() returns a float32 tensor itself: no copy, no change).
+        return self.loss_fn(outputs.float(), yb), len(shard), len(index)
 
     def train_epoch(self, epoch: int) -> float:
         tic = time.perf_counter()
@@ -143,7 +164,8 @@ class ClassifierTrainer(Trainer):
         if self.eval_data is None:
             return {}
         X_eval, y_eval = self.eval_data
-        logits = predict_logits(self.model, X_eval, batch_size=self.batch_size, device=self.device)
+        logits = predict_logits(self.model, X_eval, batch_size=self.batch_size, device=self.device,
+                                autocast_dtype=self.autocast_dtype)
         y_eval = y_eval.cpu()
         return {"val_loss": float(self.loss_fn(logits, y_eval)), "val_score": float(self.score_fn(logits, y_eval))}
 
@@ -204,11 +226,14 @@ def fit_classifier(
 def fit_tensors(model: nn.Module, X, y: torch.Tensor, *, epochs: int, batch_size: int, lr: float,
                 generator: torch.Generator | None, optimizer, optimizer_kwargs, weight_decay: float, grad_clip,
                 lr_schedule, eval_data, device, callbacks, loss_fn=F.cross_entropy, score_fn=accuracy,
-                fit_info: dict | None = None, what: str = "fit_tensors") -> History:
+                fit_info: dict | None = None, what: str = "fit_tensors",
+                autocast_dtype: torch.dtype | None = None) -> History:
     """:func:`fit_classifier` with any loss: ``loss_fn(outputs, targets)`` (scalar, mean over the batch) and
     ``score_fn(outputs, targets)`` (higher is better, the val_score of eval_data); y may then be float
-    targets. fit_info: what the callbacks' on_fit_start gets (the loop's settings when None). The
-    estimators of tsrep.estimators.text and .vision train through it."""
+    targets. fit_info: what the callbacks' on_fit_start gets (the loop's settings when None).
+    autocast_dtype: None (float32), or mixed precision: every forward pass (training and eval_data) under
+    torch.autocast with this dtype on the device's type, e.g. torch.bfloat16; the loss and scores in float32.
+    The estimators of tsrep.estimators.text and .vision train through it."""
     callbacks = CallbackList(callbacks)
     inputs = _check_xy(X, y, what)
     if eval_data is not None:
@@ -220,6 +245,7 @@ def fit_tensors(model: nn.Module, X, y: torch.Tensor, *, epochs: int, batch_size
     if not (lr_schedule in (None, "cosine") or callable(lr_schedule)):
         raise ValueError(f"lr_schedule must be None, 'cosine' or a callable optimizer -> scheduler, got {lr_schedule!r}")
     inputs.check_reaches(model, what)
+    _check_autocast_dtype(autocast_dtype, what)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
     device = setup_data_parallel(device)  # under torchrun: join the process group, take this rank's GPU
@@ -227,7 +253,7 @@ def fit_tensors(model: nn.Module, X, y: torch.Tensor, *, epochs: int, batch_size
     opt = build_optimizer(optimizer, model.parameters(), lr, optimizer_kwargs, weight_decay=weight_decay)
     trainer = ClassifierTrainer(
         model, inputs, y, opt, device, generator, batch_size, grad_clip, lr, epochs, lr_schedule, eval_data, callbacks,
-        loss_fn, score_fn,
+        loss_fn, score_fn, autocast_dtype,
     )
     if fit_info is None:
         fit_info = {
@@ -239,14 +265,20 @@ def fit_tensors(model: nn.Module, X, y: torch.Tensor, *, epochs: int, batch_size
 
 
 @torch.no_grad()
-def predict_logits(model: nn.Module, X, batch_size: int = 256, device="cpu") -> torch.Tensor:
+def predict_logits(model: nn.Module, X, batch_size: int = 256, device="cpu",
+                   autocast_dtype: torch.dtype | None = None) -> torch.Tensor:
     """Model outputs (n, n_classes) for every row of X (any form :func:`fit_classifier` takes; the
-    attention mask, where the model takes one, included), in eval mode, gathered on the CPU."""
+    attention mask, where the model takes one, included), in eval mode, gathered on the CPU in float32.
+    autocast_dtype: None, or the forward passes run under torch.autocast with it (as in fit_tensors)."""
     inputs = X if isinstance(X, TensorInputs) else TensorInputs(X, "predict_logits")
     inputs.check_reaches(model, "predict_logits")
+    _check_autocast_dtype(autocast_dtype, "predict_logits")
     model.eval()
-    outs = [inputs.rows(slice(i, i + batch_size), device).run(model).float().cpu()
-            for i in range(0, len(inputs), batch_size)]
+    outs = []
+    for i in range(0, len(inputs), batch_size):
+        with autocast_context(device, autocast_dtype):
+            out = inputs.rows(slice(i, i + batch_size), device).run(model)
+        outs.append(out.float().cpu())
     return torch.cat(outs)
 
 

