@@ -26,6 +26,8 @@ from tsrep.estimators._parameters import InvalidParameterError
 from tsrep.training import fit_classifier, predict_logits
 from tsrep.training.callbacks import Callback
 
+from helpers import LinearDtypes, record_linear_dtypes
+
 SHORT = "great"
 LONG = [
     "The film was far too long, but the last half hour made up for the slow start and the wooden dialogue.",
@@ -226,31 +228,13 @@ def test_fit_is_reproducible_from_random_state(tiny_checkpoint, fitted):
 
 
 # ---------------------------------------------------------------------------------------------------- mixed precision
-class _LinearDtypes(Callback):
-    """Records the output dtype of the first Linear layer of the network being trained, at every forward pass."""
-
-    def __init__(self):
-        self.dtypes = []
-
-    def on_fit_start(self, info):
-        self.handle = _record_linear_dtypes(info["model"], self.dtypes)
-
-    def on_fit_end(self, logs):
-        self.handle.remove()
-
-
-def _record_linear_dtypes(module, dtypes):
-    linear = next(m for m in module.modules() if isinstance(m, torch.nn.Linear))
-    return linear.register_forward_hook(lambda layer, args, out: dtypes.append(out.dtype))
-
-
 def test_bf16_runs_the_network_under_autocast_in_training_and_prediction(tiny_checkpoint, tmp_path):
-    trained = _LinearDtypes()
+    trained = LinearDtypes()
     clf = EATextClassifier(**_tiny(tiny_checkpoint, mixed_precision="bf16", callbacks=trained)).fit(TEXTS, LABELS)
     assert trained.dtypes and set(trained.dtypes) == {torch.bfloat16}  # matrix products in bf16
     assert all(np.isfinite(loss) for loss in clf.history_.train_loss)
     predicted = []
-    handle = _record_linear_dtypes(clf.module_, predicted)
+    handle = record_linear_dtypes(clf.module_, predicted)
     proba = clf.predict_proba(TEXTS + LONG)
     handle.remove()
     assert predicted and set(predicted) == {torch.bfloat16}
@@ -273,7 +257,7 @@ def test_bf16_regressor_fits_and_predicts_in_the_units_of_y(tiny_checkpoint):
 
 def test_default_precision_is_float32_and_a_bad_mixed_precision_is_refused_by_name(tiny_checkpoint, fitted):
     seen = []
-    handle = _record_linear_dtypes(fitted.module_, seen)
+    handle = record_linear_dtypes(fitted.module_, seen)
     fitted.predict(TEXTS)
     handle.remove()
     assert fitted.mixed_precision is None and set(seen) == {torch.float32}

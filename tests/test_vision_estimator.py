@@ -19,6 +19,8 @@ from tsrep.estimators.vision import auto_patch_size
 from tsrep.training import predict_logits
 from tsrep.training.callbacks import Callback
 
+from helpers import LinearDtypes, record_linear_dtypes
+
 TINY = dict(d_model=8, n_layers=1, n_heads=2, max_epochs=2, batch_size=8, random_state=0)
 
 
@@ -138,32 +140,14 @@ def test_a_damaged_model_file_is_refused_at_load(fitted, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------- mixed precision
-class _LinearDtypes(Callback):
-    """Records the output dtype of the first Linear layer of the network being trained, at every forward pass."""
-
-    def __init__(self):
-        self.dtypes = []
-
-    def on_fit_start(self, info):
-        self.handle = _record_linear_dtypes(info["model"], self.dtypes)
-
-    def on_fit_end(self, logs):
-        self.handle.remove()
-
-
-def _record_linear_dtypes(module, dtypes):
-    linear = next(m for m in module.modules() if isinstance(m, torch.nn.Linear))
-    return linear.register_forward_hook(lambda layer, args, out: dtypes.append(out.dtype))
-
-
 def test_bf16_runs_the_network_under_autocast_in_training_and_prediction(digits, tmp_path):
     images, labels = digits
-    trained = _LinearDtypes()
+    trained = LinearDtypes()
     clf = EAViTClassifier(**TINY, mixed_precision="bf16", callbacks=trained).fit(images[:64], labels[:64])
     assert trained.dtypes and set(trained.dtypes) == {torch.bfloat16}  # matrix products in bf16
     assert all(np.isfinite(loss) for loss in clf.history_.train_loss)
     predicted = []
-    handle = _record_linear_dtypes(clf.module_, predicted)
+    handle = record_linear_dtypes(clf.module_, predicted)
     proba = clf.predict_proba(images[64:96])
     handle.remove()
     assert predicted and set(predicted) == {torch.bfloat16}
@@ -180,7 +164,7 @@ def test_bf16_runs_the_network_under_autocast_in_training_and_prediction(digits,
 def test_default_precision_is_float32_and_a_bad_mixed_precision_is_refused_by_name(fitted, digits):
     images, labels = digits
     seen = []
-    handle = _record_linear_dtypes(fitted.module_, seen)
+    handle = record_linear_dtypes(fitted.module_, seen)
     fitted.predict(images[:4])
     handle.remove()
     assert fitted.mixed_precision is None and set(seen) == {torch.float32}
