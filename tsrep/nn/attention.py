@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tsrep.nn._checks import is_integer
-from tsrep.nn.deacon import DeaconHeadMixing, pca_settings
+from tsrep.nn.deacon import DeaconHeadMixing
 from tsrep.nn.evolving import AttentionMapEvolution, query_key_product
 from tsrep.nn.interacting import n_virtual_heads, virtual_heads
 from tsrep.nn.map_dropout import attend_values
@@ -59,8 +59,7 @@ class MultiHeadAttention(nn.Module):
     deacon_m : int or None
         Components the PCA layer keeps (None: all heads); W^O is sized by it.
     deacon_settings : dict or None
-        deacon_dp, deacon_xi, deacon_inner_steps, gha_lr of the PCA layer (tsrep.nn.deacon.PCALayer;
-        the paper's symbols dP, xi, inner_steps are read too).
+        deacon_dp, deacon_xi, deacon_inner_steps, gha_lr of the PCA layer (tsrep.nn.deacon.PCALayer).
     causal : bool
         Decoder self-attention: query i attends to keys j <= i only.
     map_conv_mask : {None, "full", "causal", "cross"}
@@ -86,7 +85,7 @@ class MultiHeadAttention(nn.Module):
         self.n_maps = n_maps
         self.qkv = nn.Linear(dim_in, 3 * d_model)
         self.mixing = (
-            DeaconHeadMixing(head_mixing, n_maps, self.head_dim, deacon_m, **pca_settings(deacon_settings))
+            DeaconHeadMixing(head_mixing, n_maps, self.head_dim, deacon_m, **(deacon_settings or {}))
             if head_mixing is not None
             else None
         )

@@ -29,7 +29,7 @@ from tsrep.nn._checks import is_integer, positive_int
 from tsrep.nn.attention import MultiHeadAttention
 from tsrep.nn.crossed import CrossedCoAttention
 from tsrep.nn.deacon import (
-    DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, max_deacon_m, pca_settings, validate_deacon_settings,
+    DEACON_DP, DEACON_INNER_STEPS, DEACON_XI, HEAD_MIXINGS, max_deacon_m, validate_deacon_settings,
 )
 from tsrep.nn.interacting import INTERACTING_MODES, n_virtual_heads
 
@@ -201,7 +201,7 @@ def build_attention(
 ) -> nn.Module:
     """The attention module of one layer, built by the registered kind `attention`;
     forward(x, valid, prev_logits) -> (out, logits). deacon_settings: as MultiHeadAttention's."""
-    settings = pca_settings(deacon_settings)
+    settings = deacon_settings or {}
     validate_attention_options(
         attention, head_mixing, deacon_m, n_heads, d_model,
         settings.get("deacon_dp", DEACON_DP), settings.get("deacon_xi", DEACON_XI),

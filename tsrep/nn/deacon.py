@@ -41,10 +41,6 @@ DEACON_INNER_STEPS = 500
 #: GHA-only step size, in units of 1 / trace(moment) (see PCALayer).
 GHA_LR = 0.5
 
-# The paper's symbols (also the names of tsrep.training.deacon.DeaconOptimizer's settings), which a deacon_settings
-# dict may use as keys, and the PCALayer keywords they name.
-_PAPER_SYMBOLS = {"dP": "deacon_dp", "xi": "deacon_xi", "inner_steps": "deacon_inner_steps"}
-
 
 def pca_input_width(kind: str, n_heads: int) -> int:
     """Width of the PCA layer's input: h (direct, average) or h + h(h+1)/2 (nonlinear)."""
@@ -130,22 +126,6 @@ def validate_deacon_settings(deacon_dp, deacon_xi, deacon_inner_steps, gha_lr=GH
         raise ValueError(f"deacon_inner_steps must be a non-negative integer, got {deacon_inner_steps!r}")
     if isinstance(gha_lr, bool) or not (isinstance(gha_lr, numbers.Real) and 0 < gha_lr < 1):
         raise ValueError(f"gha_lr must be in (0, 1), got {gha_lr!r}")
-
-
-def pca_settings(deacon_settings: dict | None) -> dict:
-    """PCALayer keyword arguments from a deacon_settings dict.
-
-    Its keys are PCALayer's keywords (deacon_dp, deacon_xi, deacon_inner_steps, gha_lr) or the paper's
-    symbols dP, xi, inner_steps. TypeError when a setting is given under both names; other keys are left
-    for PCALayer to refuse.
-    """
-    settings = dict(deacon_settings or {})
-    for symbol, keyword in _PAPER_SYMBOLS.items():
-        if symbol in settings:
-            if keyword in settings:
-                raise TypeError(f"deacon_settings holds both {symbol!r} and {keyword!r}, which name one setting")
-            settings[keyword] = settings.pop(symbol)
-    return settings
 
 
 class DeaconHeadMixing(nn.Module):
