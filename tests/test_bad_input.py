@@ -20,7 +20,7 @@ from tsrep._io import atomic_write
 from tsrep.data import DatasetNotFoundError, list_datasets, load_archive, read_tsv
 from tsrep.estimators import BackboneClassifier, _memory
 from tsrep.exceptions import InsufficientMemoryError, MissingChannelWarning
-from tsrep.representation import load_encoder, save_encoder
+from tsrep.backbones.checkpoint import load_encoder, save_encoder
 
 TINY = dict(d_model=8, n_heads=2, n_blocks=1, p=0.5, max_epochs=1, min_steps=0, batch_size=4, device="cpu",
             random_state=0)

@@ -23,7 +23,7 @@ ALLOWED_BELOW = {
     "backbones": {"nn", "data"},
     "training": {"nn", "data", "backbones"},
 }
-GROUND = {"_io", "_lazy", "_cli", "exceptions", "_fingerprint", "_serialization", "_version"}
+GROUND = {"_io", "_lazy", "_cli", "exceptions", "_fingerprint", "_serialization", "_database_urls"}
 
 
 def _module_name(path: Path) -> str:

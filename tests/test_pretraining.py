@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor, TSRepEncoder
-from tsrep.representation import load_encoder
+from tsrep.backbones.checkpoint import load_encoder
 
 SMALL = dict(d_model=32, n_blocks=2, n_heads=4, p=0.25, batch_size=16, device="cpu", random_state=0)
 

@@ -21,10 +21,10 @@ import torch
 import yaml
 from aeon.datasets import load_basic_motions
 
-from tsrep import EADCTransformerClassifier, EADCTransformerRegressor, TSRepEncoder
+from tsrep import EADCTransformerClassifier, TSRepEncoder
 from tsrep._io import atomic_torch_save, atomic_write
 from tsrep.estimators import BackboneClassifier
-from tsrep.representation import load_encoder
+from tsrep.backbones.checkpoint import load_encoder
 from tsrep.training.distributed import TIMEOUT_VARIABLE, distributed_timeout
 from tsrep.training.resume import save_atomically
 from tsrep.tuning import ConfigError, StudyMismatchError, load_config, save_config, tune

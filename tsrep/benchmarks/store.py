@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tsrep.exceptions import StoreError
-from tsrep.tuning.storage import mask_url, with_postgres_driver
+from tsrep._database_urls import mask_url, with_postgres_driver
 
 DEFAULT_NAME = "results.sqlite"
 

@@ -32,7 +32,7 @@ from tsrep.estimators._tasks import SeriesClassifierMixin, SeriesRegressorMixin
 from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.interacting import check_interacting_heads
 from tsrep.nn.patching import AUTO, front_end, n_tokens, resolve_conv_stem, resolve_front_end, resolve_max_tokens
-from tsrep.representation import encoder_from_config, load_encoder
+from tsrep.backbones.checkpoint import encoder_from_config, load_encoder
 from tsrep.training.masking import ReconstructionModel
 from tsrep.training.pretrain import PretrainConfig, pretrain_masked
 

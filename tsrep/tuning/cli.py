@@ -166,7 +166,7 @@ def run(args) -> int:
     from sklearn.base import clone, is_classifier
 
     from tsrep.tuning import tune
-    from tsrep.tuning.storage import mask_url
+    from tsrep._database_urls import mask_url
 
     if args.threads:
         import torch

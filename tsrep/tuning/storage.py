@@ -22,9 +22,7 @@ queues again, the RUNNING trials whose owner was a process of this machine that 
 from __future__ import annotations
 
 import copy
-import importlib
 import os
-import re
 import socket
 import warnings
 from pathlib import Path
@@ -32,6 +30,7 @@ from pathlib import Path
 import optuna
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 
+from tsrep._database_urls import mask_url, with_postgres_driver
 from tsrep.exceptions import StorageError
 
 DEFAULT_DB_ENV = "TSREP_STUDY_DB"
@@ -54,11 +53,6 @@ def default_storage_url() -> str:
     return f"sqlite:///{path}"
 
 
-def mask_url(url: str) -> str:
-    """The URL with any password replaced by ***, for messages and metadata."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", str(url))
-
-
 def _explain(url: str, error: BaseException) -> str:
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     masked = mask_url(url)
@@ -68,22 +62,6 @@ def _explain(url: str, error: BaseException) -> str:
     else:
         hint = "check that the database server is running and reachable, and the URL's host, port, database and user"
     return f"cannot open the Optuna storage {masked}: {first} ({hint})"
-
-
-def with_postgres_driver(url: str) -> str:
-    """``postgresql://`` -> ``postgresql+psycopg://`` (psycopg 3) or ``+psycopg2`` (whichever is installed):
-    SQLAlchemy's default driver for the bare scheme changed between versions."""
-    for bare in ("postgresql://", "postgres://"):
-        if url.startswith(bare):
-            rest = url[len(bare):]
-            for module, dialect in (("psycopg", "psycopg"), ("psycopg2", "psycopg2")):
-                try:
-                    importlib.import_module(module)
-                except ImportError:
-                    continue
-                return f"postgresql+{dialect}://{rest}"
-            return f"postgresql://{rest}"
-    return url
 
 
 def resolve_storage(
