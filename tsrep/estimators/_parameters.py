@@ -45,6 +45,10 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 
 from tsrep.backbones.config import DCTransformerConfig, check_constraints, positive_int, unit_interval
 from tsrep.data.convert import SCALINGS
+from tsrep.estimators._tasks import (
+    AUTO_LABEL_SMOOTHING, AUTO_MIN_STEPS, AUTO_MIN_VALIDATION_CASES, AUTO_MIXUP, AUTO_STEPS_PER_CLASS,
+    AUTO_VALIDATION_FRACTION, resolve_validation_fraction,
+)
 from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training.config import PretrainConfig, TrainConfig, parameter_name
@@ -90,6 +94,13 @@ def auto_over(entry: Declared, doc: str) -> Declared:
 
 
 _PATH = [str, os.PathLike, None]
+_LEAST = AUTO_MIN_VALIDATION_CASES
+
+
+def _least_train(task: str) -> int:
+    """The smallest TRAIN whose "auto" validation split holds enough cases for `task`."""
+    return next(n for n in range(1, 10**6) if resolve_validation_fraction("auto", n, task) > 0)
+
 _MEASURED = "(measured in the user guide's training recipe page)"
 
 #: The EA-DC-Transformer's network: DCTransformerConfig's fields.
@@ -119,13 +130,15 @@ TRAINING = {
     # "auto" here; TrainConfig.min_steps holds the number it resolves to (min_steps_).
     "min_steps": auto_over(
         _TRAIN["min_steps"],
-        '"auto": 800, and for a classifier at least 60 per class, because the steps a problem needs grow with its '
-        f"classes {_MEASURED}. The value used is ``min_steps_``.",
+        f'"auto": {AUTO_MIN_STEPS}, and for a classifier at least {AUTO_STEPS_PER_CLASS} per class, because the steps '
+        f"a problem needs grow with its classes {_MEASURED}. The value used is ``min_steps_``.",
     ),
     "validation_fraction": Declared(
         "auto", [StrOptions({"auto"}), unit_interval("left")],
-        'Part of the training data held out to select the best epoch and stop early. "auto" holds out 20 % when '
-        "that is at least 100 cases for a classifier (TRAIN >= 496), 10 for a regressor (TRAIN >= 46), and "
+        'Part of the training data held out to select the best epoch and stop early. "auto" holds out '
+        f"{AUTO_VALIDATION_FRACTION:.0%} when that is at least {_LEAST['classification']} cases for a classifier "
+        f"(TRAIN >= {_least_train('classification')}), {_LEAST['regression']} for a regressor (TRAIN >= "
+        f"{_least_train('regression')}), and "
         "otherwise trains the whole budget on all of TRAIN: a small split picks a classifier's epochs by the "
         "noise of its accuracy, while a regressor's continuous validation error already tells fitting from "
         "learning noise (tsrep.estimators._tasks.resolve_validation_fraction). 0: never. The value used is "
@@ -137,13 +150,13 @@ TRAINING = {
         "auto", [StrOptions({"auto"}), unit_interval("left")],
         'Cross-entropy label smoothing (Szegedy et al., "Rethinking the Inception Architecture for Computer '
         'Vision", CVPR 2016): the target puts 1 - s on the true class and s spread evenly over all classes. '
-        f'"auto": 0.1 for a classifier {_MEASURED}; a regressor has none ("auto" or 0 only). The value used is '
+        f'"auto": {AUTO_LABEL_SMOOTHING} for a classifier {_MEASURED}; a regressor has none ("auto" or 0 only). The value used is '
         "``label_smoothing_``.",
     ),
     # "auto" here; TrainConfig.mixup holds the alpha it resolves to (mixup_).
     "mixup": auto_over(
         _TRAIN["mixup"],
-        f'"auto": 0.2 for a classifier {_MEASURED}, none for a regressor. The value used is ``mixup_``.',
+        f'"auto": {AUTO_MIXUP} for a classifier {_MEASURED}, none for a regressor. The value used is ``mixup_``.',
     ),
     "class_weight": Declared(
         None, [StrOptions({"balanced"}), dict, None],
