@@ -219,6 +219,7 @@ TENSOR_ESTIMATORS = {  # name -> its own defaults of TrainConfig's fields
     "tsrep.EATextClassifier": {"lr": 1e-4, "batch_size": 8, "max_epochs": 3},
     "tsrep.estimators.EATextRegressor": {"lr": 1e-4, "batch_size": 8, "max_epochs": 3},
     "tsrep.EAViTClassifier": {"lr": 3e-3, "batch_size": 32, "max_epochs": 30},
+    "tsrep.estimators.EAViTRegressor": {"lr": 3e-3, "batch_size": 32, "max_epochs": 30},
 }
 
 

@@ -24,6 +24,7 @@ ESTIMATORS = [
     "tsrep.EATextClassifier",
     "tsrep.estimators.EATextRegressor",
     "tsrep.EAViTClassifier",
+    "tsrep.estimators.EAViTRegressor",
 ]
 #: sktime adapters take exactly the parameters of the tsrep estimator they wrap (their __init__ is generated
 #: from its signature) and point at its documentation instead of repeating it.

@@ -16,8 +16,9 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "EATextClassifier": "tsrep.estimators.text",
     "EATextRegressor": "tsrep.estimators.text",
     "EAViTClassifier": "tsrep.estimators.vision",
+    "EAViTRegressor": "tsrep.estimators.vision",
 })
 
 
 __all__ = ["EADCTransformerClassifier", "EADCTransformerRegressor", "BackboneClassifier", "BackboneRegressor",
-           "EATextClassifier", "EATextRegressor", "EAViTClassifier"]
+           "EATextClassifier", "EATextRegressor", "EAViTClassifier", "EAViTRegressor"]

@@ -1,7 +1,7 @@
-"""Image classification with EA-ViT trained from scratch (Dosovitskiy et al., "An Image is Worth 16x16 Words:
-Transformers for Image Recognition at Scale", ICLR 2021, with the evolving attention of Wang et al.,
-"Convolution-enhanced Evolving Attention Networks", IEEE TPAMI 2023, Sec. 4.4), as a scikit-learn estimator
-that takes arrays of images."""
+"""Image classification and regression with EA-ViT trained from scratch (Dosovitskiy et al., "An Image is Worth
+16x16 Words: Transformers for Image Recognition at Scale", ICLR 2021, with the evolving attention of Wang et al.,
+"Convolution-enhanced Evolving Attention Networks", IEEE TPAMI 2023, Sec. 4.4), as scikit-learn estimators that
+take arrays of images."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from tsrep.backbones.config import positive_int, unit_interval
 from tsrep.backbones.vision import EAViT
 from tsrep.estimators._parameters import ENCODER, Declared, fields_table, keyword_parameters
 from tsrep.estimators._tensor_base import (
-    FITTED_ATTRIBUTES_DOC, LOOP_SETTINGS, TENSOR_COST, TensorClassifierMixin, TensorEstimator, tensor_training,
+    FITTED_ATTRIBUTES_DOC, LOOP_SETTINGS, TENSOR_COST, TensorClassifierMixin, TensorEstimator, TensorRegressorMixin,
+    tensor_training,
 )
 from tsrep.training.config import TrainConfig
 
-__all__ = ["EAViTClassifier", "auto_patch_size", "check_images"]
+__all__ = ["EAViTClassifier", "EAViTRegressor", "auto_patch_size", "check_images"]
 
 #: The network; alpha 0.1, beta 0.3 are the paper's EA-ViT setting (Sec. 4.4), as in tsrep.backbones.EAViT.
 VISION_NETWORK = {
@@ -96,50 +97,9 @@ def check_images(X, image_shape=None) -> np.ndarray:
 
 
 @keyword_parameters(VISION_NETWORK, VISION_TRAINING, TENSOR_COST)
-class EAViTClassifier(TensorClassifierMixin, TensorEstimator):
-    __doc__ = f"""Image classifier: a Vision Transformer with evolving attention (EA-ViT), trained from scratch.
-
-    Takes images as an array (n_images, n_channels, height, width), or (n_images, height, width) for one
-    channel, channels first, any numeric dtype. Pixels are standardised per channel with the training
-    mean and standard deviation; the image is cut into square patches, each a token (Dosovitskiy et al.,
-    "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale", ICLR 2021), with a class
-    token whose final state feeds a linear head; every attention layer carries its maps to the next
-    through the residual link and convolution of Wang et al., "Convolution-enhanced Evolving Attention
-    Networks" (IEEE TPAMI 2023, Eq. 1). Cross-entropy, AdamW and a cosine schedule. Parameters are stored
-    untouched in __init__ and validated in fit (scikit-learn contract).
-
-    {{parameters}}
-
-    Attributes
-    ----------
-    {{attributes: classes_ n_classes_}}
-    image_shape_ : tuple of int
-        (channels, height, width) of the training images; prediction takes images of this shape.
-    patch_size_ : int
-        The patch side used (patch_size="auto" resolved).
-    pixel_mean_, pixel_std_ : list of float
-        The per-channel standardisation of the pixels.
-    module_ : tsrep.backbones.EAViT
-        The trained network.
-    network_config_ : dict
-        What the network was built from.
-{FITTED_ATTRIBUTES_DOC}
-
-    See Also
-    --------
-    tsrep.backbones.EAViT : The network, for one's own training loop.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_digits
-    >>> from tsrep.estimators import EAViTClassifier
-    >>> images, labels = load_digits(return_X_y=True)
-    >>> images = images.reshape(-1, 8, 8)[:200]      # (n_images, height, width): one channel
-    >>> clf = EAViTClassifier(d_model=16, n_layers=1, n_heads=2, max_epochs=2, random_state=0)
-    >>> clf = clf.fit(images, labels[:200])
-    >>> clf.patch_size_, clf.predict(images[:3]).shape, clf.predict_proba(images[:3]).shape
-    (2, (3,), (3, 10))
-    """
+class _EAViTEstimator(TensorEstimator):
+    """What EAViTClassifier and EAViTRegressor share: the image checks, the pixel standardisation, the patches
+    and the network."""
 
     _FITTED = ("image_shape_", "patch_size_", "pixel_mean_", "pixel_std_")
 
@@ -180,3 +140,81 @@ class EAViTClassifier(TensorClassifierMixin, TensorEstimator):
     def _build_network(self, config: dict, pretrained: bool) -> EAViT:
         settings = dict(config)
         return EAViT(n_classes=settings.pop("n_outputs"), **settings)
+
+
+_ATTRIBUTES_DOC = """    image_shape_ : tuple of int
+        (channels, height, width) of the training images; prediction takes images of this shape.
+    patch_size_ : int
+        The patch side used (patch_size="auto" resolved).
+    pixel_mean_, pixel_std_ : list of float
+        The per-channel standardisation of the pixels.
+    module_ : tsrep.backbones.EAViT
+        The trained network.
+    network_config_ : dict
+        What the network was built from.
+""" + FITTED_ATTRIBUTES_DOC
+
+
+def _sections(task_attributes: str, sibling: str) -> str:
+    """The Attributes and See Also sections of an EA-ViT estimator's docstring: `task_attributes`, the fitted
+    attributes of its task; `sibling`, the See Also entry of the estimator of the other task."""
+    return f"""    Attributes
+    ----------
+    {{attributes: {task_attributes}}}
+{_ATTRIBUTES_DOC}
+
+    See Also
+    --------
+    {sibling}
+    tsrep.backbones.EAViT : The network, for one's own training loop.
+"""
+
+
+class EAViTClassifier(TensorClassifierMixin, _EAViTEstimator):
+    __doc__ = f"""Image classifier: a Vision Transformer with evolving attention (EA-ViT), trained from scratch.
+
+    Takes images as an array (n_images, n_channels, height, width), or (n_images, height, width) for one
+    channel, channels first, any numeric dtype. Pixels are standardised per channel with the training
+    mean and standard deviation; the image is cut into square patches, each a token (Dosovitskiy et al.,
+    "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale", ICLR 2021), with a class
+    token whose final state feeds a linear head; every attention layer carries its maps to the next
+    through the residual link and convolution of Wang et al., "Convolution-enhanced Evolving Attention
+    Networks" (IEEE TPAMI 2023, Eq. 1). Cross-entropy, AdamW and a cosine schedule. Parameters are stored
+    untouched in __init__ and validated in fit (scikit-learn contract).
+
+    {{parameters}}
+
+{_sections("classes_ n_classes_", "EAViTRegressor : The same network with one output and MSE.")}
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from tsrep.estimators import EAViTClassifier
+    >>> images, labels = load_digits(return_X_y=True)
+    >>> images = images.reshape(-1, 8, 8)[:200]      # (n_images, height, width): one channel
+    >>> clf = EAViTClassifier(d_model=16, n_layers=1, n_heads=2, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(images, labels[:200])
+    >>> clf.patch_size_, clf.predict(images[:3]).shape, clf.predict_proba(images[:3]).shape
+    (2, (3,), (3, 10))
+    """
+
+
+class EAViTRegressor(TensorRegressorMixin, _EAViTEstimator):
+    __doc__ = f"""Image regressor: :class:`EAViTClassifier`'s network with one output, MSE on standardised targets.
+
+    Takes images as :class:`EAViTClassifier` does and one number per image; the targets are standardised with
+    their training mean and standard deviation, and predictions are in the units of y.
+
+    {{parameters}}
+
+{_sections("y_mean_ y_std_", "EAViTClassifier : The same network with a head per class and cross-entropy.")}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_digits
+    >>> from tsrep.estimators import EAViTRegressor
+    >>> digits = load_digits()                       # the digit shown, as a float, is the target
+    >>> reg = EAViTRegressor(d_model=16, n_layers=1, n_heads=2, max_epochs=2, random_state=0)
+    >>> reg = reg.fit(digits.images[:200], np.asarray(digits.target[:200], dtype=float))
+    >>> reg.patch_size_, reg.predict(digits.images[:3]).shape, reg.y_std_ > 0
+    (2, (3,), True)
+    """
