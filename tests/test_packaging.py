@@ -231,3 +231,96 @@ def test_wheel_carries_the_shipped_benchmarks_and_the_installed_copy_runs_them(d
     _, python, _, work = installed
     for module in SHIPPED_BENCHMARKS:
         assert _run([python, "-m", module, "--help"], cwd=work).stdout.startswith(f"usage: python -m {module}")
+
+
+# ----------------------------------------------------------------------------- the vision benchmark: Fashion-MNIST
+
+
+def _write_idx(path: Path, array, compress: bool = True) -> Path:
+    """An IDX file (magic 0x0000080N: unsigned bytes, N dimensions; big-endian sizes; the bytes), as Zalando and
+    Debian's dataset-fashion-mnist ship Fashion-MNIST."""
+    import gzip
+
+    import numpy as np
+
+    array = np.ascontiguousarray(array, dtype=np.uint8)
+    raw = bytes([0, 0, 8, array.ndim]) + b"".join(n.to_bytes(4, "big") for n in array.shape) + array.tobytes()
+    if compress:
+        path = path.with_name(path.name + ".gz")
+        path.write_bytes(gzip.compress(raw))
+    else:
+        path.write_bytes(raw)
+    return path
+
+
+def _fake_fashion_mnist(directory: Path, n_train: int = 12, n_test: int = 5, compress_test: bool = False):
+    """Tiny Fashion-MNIST files: image i is filled with the byte 10 * label + i % 10, so an image and its label can
+    be matched after any subset or shuffle."""
+    import numpy as np
+
+    directory.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for split, n, compress in (("train", n_train, True), ("t10k", n_test, not compress_test)):
+        labels = np.arange(n, dtype=np.uint8) % 10
+        images = np.empty((n, 28, 28), dtype=np.uint8)
+        images[:] = (10 * labels + np.arange(n) % 10)[:, None, None]
+        _write_idx(directory / f"{split}-images-idx3-ubyte", images, compress)
+        _write_idx(directory / f"{split}-labels-idx1-ubyte", labels, compress)
+        out[split] = (images, labels)
+    return out
+
+
+def test_vision_benchmark_reads_fashion_mnist_idx_files_with_a_seeded_training_subset(tmp_path):
+    import numpy as np
+    import torch
+
+    from tsrep.benchmarks import vision
+
+    written = _fake_fashion_mnist(tmp_path / "fm", compress_test=True)  # test files plain: both forms are read
+    assert sorted(p.name for p in (tmp_path / "fm").iterdir()) == [
+        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+    ]
+    X_tr, y_tr, X_te, y_te = vision.load_fashion_mnist_images(tmp_path / "fm", train_size=7, seed=3)
+    assert X_tr.shape == (7, 1, 28, 28) and X_te.shape == (5, 1, 28, 28)
+    assert X_tr.dtype == X_te.dtype == torch.float32 and y_tr.dtype == y_te.dtype == torch.int64
+    # Bytes / 255, and every image keeps its own label through the subset.
+    pick = np.random.default_rng(3).permutation(12)[:7]
+    np.testing.assert_array_equal(y_tr.numpy(), written["train"][1][pick])
+    np.testing.assert_allclose(X_tr.numpy(), written["train"][0][pick][:, None].astype(np.float32) / 255.0)
+    np.testing.assert_array_equal(y_te.numpy(), written["t10k"][1])  # all test images, in file order
+    np.testing.assert_allclose(X_te.numpy()[:, 0], written["t10k"][0] / 255.0, rtol=1e-6)
+    assert float(X_tr.max()) <= 1.0 and float(X_tr.min()) >= 0.0
+    # The subset is drawn with the seed: the same seed, the same images; another seed, others; a size past the
+    # file, all of them.
+    again = vision.load_fashion_mnist_images(tmp_path / "fm", train_size=7, seed=3)
+    assert torch.equal(again[0], X_tr) and torch.equal(again[1], y_tr)
+    other = vision.load_fashion_mnist_images(tmp_path / "fm", train_size=7, seed=4)
+    assert not torch.equal(other[0], X_tr)
+    assert len(vision.load_fashion_mnist_images(tmp_path / "fm", train_size=1000, seed=0)[0]) == 12
+    with pytest.raises(ValueError, match="train_size"):
+        vision.load_fashion_mnist_images(tmp_path / "fm", train_size=0, seed=0)
+
+
+def test_vision_benchmark_refuses_missing_or_bad_fashion_mnist_files_naming_the_install(tmp_path, capsys):
+    import numpy as np
+
+    from tsrep.benchmarks import vision
+
+    (tmp_path / "empty").mkdir()
+    assert vision.fashion_mnist_paths(tmp_path / "empty") is None
+    with pytest.raises(FileNotFoundError, match="apt-get install dataset-fashion-mnist"):
+        vision.load_fashion_mnist_images(tmp_path / "empty", train_size=5, seed=0)
+    # The command line stops before importing torch or training anything, with the install command.
+    with pytest.raises(SystemExit) as exited:
+        vision.main(["--datasets", "digits", "fashion-mnist", "--fashion-mnist-dir", str(tmp_path / "empty")])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "fashion-mnist: no IDX files in" in err and "apt-get install dataset-fashion-mnist" in err
+    # A file that is not what its name says is an error naming it, not garbage images.
+    _fake_fashion_mnist(tmp_path / "bad")
+    _write_idx(tmp_path / "bad" / "train-labels-idx1-ubyte", np.zeros((12, 2), dtype=np.uint8))  # 2 dims, not 1
+    with pytest.raises(ValueError, match="train-labels-idx1-ubyte.gz: not an IDX file"):
+        vision.load_fashion_mnist_images(tmp_path / "bad", train_size=5, seed=0)
+    _write_idx(tmp_path / "bad" / "train-labels-idx1-ubyte", np.zeros(11, dtype=np.uint8))  # one label short
+    with pytest.raises(ValueError, match="12 images but"):
+        vision.load_fashion_mnist_images(tmp_path / "bad", train_size=5, seed=0)

