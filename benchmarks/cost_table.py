@@ -14,6 +14,12 @@ Run:    python benchmarks/cost_table.py                       # the development 
         python benchmarks/cost_table.py --jobs 2              # two cells at a time (one thread each)
         python benchmarks/cost_table.py --device cuda --datasets GunPoint Ham
         python benchmarks/cost_table.py --models ea-dc-transformer minirocket --output cost.json
+        python benchmarks/cost_table.py --flops                # also each deep fit's arithmetic (TFLOP) and GFLOP/s
+
+``--flops`` adds, for the deep models, the floating-point operations of the whole fit (torch's FlopCounterMode
+over a separate one-epoch fit of the same model, forward and backward, times the epochs the timed fit ran; every
+epoch runs the same batches) and the rate the timed fit achieved (TFLOP / fit seconds): how far a fit is from
+what the machine's matrix units could do, and so whether a cheaper fit needs less arithmetic or less overhead.
 
 ``--offline`` reads the problems without download (the shipped ones and those of the ``ucr`` extra; with a
 directory, from there first).
@@ -60,7 +66,17 @@ def equal_length(X_train, X_test):
     return pad(train), pad(test)
 
 
-def run_cell(problem: str, model: str, seed: int, device: str, threads: int, offline) -> dict:
+def fit_flops(model: str, seed: int, device: str, X_train, y_train, epochs: int) -> float:
+    """Floating-point operations of a fit of `epochs` epochs: one epoch of the same model counted, times epochs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    estimator = build(model, seed, device).set_params(min_steps=1, max_epochs=1)
+    with FlopCounterMode(display=False) as counter:
+        estimator.fit(X_train, y_train)
+    return float(counter.get_total_flops()) * epochs
+
+
+def run_cell(problem: str, model: str, seed: int, device: str, threads: int, offline, flops: bool = False) -> dict:
     """One fit + predict in this process: the worker's job."""
     import numpy as np
     import torch
@@ -81,11 +97,14 @@ def run_cell(problem: str, model: str, seed: int, device: str, threads: int, off
     start = time.perf_counter()
     predicted = estimator.predict(X_test)
     predict_s = time.perf_counter() - start
-    return {
+    row = {
         "problem": problem, "model": model, "seed": seed, "accuracy": float(np.mean(predicted == y_test)),
         "fit_s": fit_s, "predict_s": predict_s,
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu", "torch": torch.__version__,
     }
+    if flops and model != "minirocket":
+        row["tflop_fit"] = fit_flops(model, seed, device, X_train, y_train, estimator.n_epochs_) / 1e12
+    return row
 
 
 def in_subprocess(cell: dict, timeout) -> dict:
@@ -106,8 +125,12 @@ def table(rows: list[dict], models: list[str]) -> str:
     problems = list(dict.fromkeys(r["problem"] for r in rows))
     deep = [m for m in models if m != "minirocket"]
     ratio_of = "minirocket" in models
-    head = ["problem"] + [f"{MODELS[m]} acc | s" for m in models] + ([f"{MODELS[m]} / MiniRocket" for m in deep] if ratio_of else [])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * (1 + 2 * len(models) + (len(deep) if ratio_of else 0))]
+    flops = [m for m in deep if any("tflop_fit" in r for r in rows if r.get("model") == m)]
+    head = (["problem"] + [f"{MODELS[m]} acc | s" for m in models]
+            + ([f"{MODELS[m]} / MiniRocket" for m in deep] if ratio_of else [])
+            + [f"{MODELS[m]} TFLOP a fit | GFLOP/s" for m in flops])
+    n_columns = 1 + 2 * len(models) + (len(deep) if ratio_of else 0) + 2 * len(flops)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * n_columns]
     seconds = {m: [] for m in models}
     ratios = {m: [] for m in deep}
     for problem in problems:
@@ -130,12 +153,19 @@ def table(rows: list[dict], models: list[str]) -> str:
                     line.append(f"{ratio:.0f}x")
                 else:
                     line.append("")
+        for m in flops:
+            r = cells.get((problem, m))
+            ok = r is not None and "tflop_fit" in r
+            line += [f"{r['tflop_fit']:.2f}", f"{1000 * r['tflop_fit'] / r['fit_s']:.0f}"] if ok else ["", ""]
         lines.append("| " + " | ".join(line) + " |")
     median = ["**median**"]
     for m in models:
         median += ["", f"{statistics.median(seconds[m]):.1f}" if seconds[m] else ""]
     if ratio_of:
         median += [f"{statistics.median(ratios[m]):.0f}x" if ratios[m] else "" for m in deep]
+    for m in flops:
+        counted = [r["tflop_fit"] for r in rows if r.get("model") == m and "tflop_fit" in r]
+        median += [f"{statistics.median(counted):.2f}", ""]
     lines.append("| " + " | ".join(median) + " |")
     return "\n".join(lines)
 
@@ -158,6 +188,8 @@ def main(argv=None) -> int:
                         help="no download (default); with a directory, read problems from there first")
     parser.add_argument("--cell-timeout", type=float, default=None, help="stop a cell after this many seconds")
     parser.add_argument("--output", default=None, help="write the rows as JSON here too")
+    parser.add_argument("--flops", action="store_true",
+                        help="also count each deep fit's floating-point operations (a separate one-epoch fit)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -167,9 +199,10 @@ def main(argv=None) -> int:
         parser.error("--jobs and --threads take a positive number")
     problems = args.datasets or panel()
     base = {"seed": args.seed, "device": args.device, "threads": args.threads, "offline": args.offline}
+    counted = {**base, "flops": True} if args.flops else base
     if "minirocket" in args.models:  # numba compiles MiniRocket's kernels on a machine's first fit: not a cost of the table
         in_subprocess({**base, "problem": problems[0], "model": "minirocket"}, args.cell_timeout)
-    cells = [{**base, "problem": p, "model": m} for p in problems for m in args.models]
+    cells = [{**(base if m == "minirocket" else counted), "problem": p, "model": m} for p in problems for m in args.models]
     rows = []
     started = time.perf_counter()
     with ThreadPoolExecutor(args.jobs) as pool:

