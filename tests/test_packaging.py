@@ -43,8 +43,8 @@ def _env() -> dict:
     return env
 
 
-def _run(cmd, cwd, expect=0) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=_env(), capture_output=True, text=True,
+def _run(cmd, cwd, expect=0, env=None) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env={**_env(), **(env or {})}, capture_output=True, text=True,
                           timeout=TIMEOUT)
     assert done.returncode == expect, f"{cmd} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
@@ -231,6 +231,35 @@ def test_wheel_carries_the_shipped_benchmarks_and_the_installed_copy_runs_them(d
     _, python, _, work = installed
     for module in SHIPPED_BENCHMARKS:
         assert _run([python, "-m", module, "--help"], cwd=work).stdout.startswith(f"usage: python -m {module}")
+
+
+INSTALLED_TEXT_AND_IMAGES = """
+import json, tempfile, numpy as np, tsrep
+from pathlib import Path
+from sklearn.datasets import load_digits
+from tsrep import EATextClassifier, EAViTClassifier
+texts = ["a wonderful film", "dull and far too long", "I loved every minute", "a waste of an evening"] * 2
+labels = ["pos", "neg"] * 4
+text_model = EATextClassifier(random_state=0).fit(texts, labels)  # the bundled MiniLM, every default but the seed
+images, digits = load_digits(return_X_y=True)
+images = images.reshape(-1, 8, 8)[:40]
+image_model = EAViTClassifier(max_epochs=2, random_state=0).fit(images, digits[:40])
+out, folder = {}, Path(tempfile.mkdtemp())
+for name, model, X in (("text", text_model, texts), ("image", image_model, images)):
+    loaded = tsrep.load(model.save(folder / f"{name}.safetensors"))
+    out[name] = {"file": tsrep.__file__, "classes": sorted(map(str, set(model.predict(X)) | set(model.classes_))),
+                 "same": bool(np.array_equal(loaded.predict_proba(X), model.predict_proba(X)))}
+print(json.dumps(out))
+"""
+
+
+def test_installed_wheel_fits_text_and_image_estimators_offline_and_round_trips_them(installed):
+    _, python, _, work = installed
+    offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    result = json.loads(_run([python, "-c", INSTALLED_TEXT_AND_IMAGES], cwd=work, env=offline).stdout.splitlines()[-1])
+    for name, classes in (("text", ["neg", "pos"]), ("image", [str(d) for d in range(10)])):
+        assert Path(result[name]["file"]).resolve().is_relative_to(Path(python).parents[1].resolve())
+        assert result[name]["classes"] == classes and result[name]["same"], result
 
 
 # ----------------------------------------------------------------------------- the vision benchmark: Fashion-MNIST
