@@ -202,7 +202,8 @@ def main(argv=None) -> int:
     counted = {**base, "flops": True} if args.flops else base
     if "minirocket" in args.models:  # numba compiles MiniRocket's kernels on a machine's first fit: not a cost of the table
         in_subprocess({**base, "problem": problems[0], "model": "minirocket"}, args.cell_timeout)
-    cells = [{**(base if m == "minirocket" else counted), "problem": p, "model": m} for p in problems for m in args.models]
+    cells = [{**(base if m == "minirocket" else counted), "problem": p, "model": m}
+             for p in problems for m in args.models]
     rows = []
     started = time.perf_counter()
     with ThreadPoolExecutor(args.jobs) as pool:
