@@ -12,8 +12,10 @@ from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 from tsrep.estimators._tasks import (
     AUTO_MIN_STEPS,
     AUTO_MIN_VALIDATION_CASES,
+    AUTO_PATIENCE,
     AUTO_STEPS_PER_CLASS,
     resolve_min_steps,
+    resolve_patience,
     resolve_validation_fraction,
 )
 from tsrep.training.losses import case_weights, class_weights, classification_loss
@@ -83,6 +85,27 @@ def test_auto_min_steps_is_what_the_fit_trains():
     clf.set_params(callbacks=StopAfterFirstEpoch()).fit(X, y)
     assert clf.min_steps_ == 1200
     assert StopAfterFirstEpoch.planned[-1] == 600 and clf.n_epochs_ == 1
+
+
+def test_auto_patience_stops_a_classifier_early_only_under_a_schedule_that_does_not_anneal():
+    assert resolve_patience("auto", "onecycle") is None and resolve_patience("auto", "cosine") is None
+    assert resolve_patience("auto", "plateau") == resolve_patience("auto", "none") == AUTO_PATIENCE == 20
+    assert resolve_patience("auto", lambda optimizer, total_steps: None) == AUTO_PATIENCE  # a user's schedule
+    assert resolve_patience(3, "onecycle") == 3 and resolve_patience(None, "plateau") is None  # as given
+    assert resolve_patience("auto", "onecycle", "regression") == AUTO_PATIENCE  # a continuous validation error
+
+
+def test_a_validation_split_under_onecycle_trains_the_whole_budget_and_keeps_the_best_epoch():
+    # Labels without signal: the validation score cannot improve for long, which with patience 2 stops the fit
+    # early; "auto" under the default one-cycle schedule trains every epoch and keeps the best one.
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 1, 16)), np.array(["a", "b"] * 20)
+    params = {**TINY, "max_epochs": 12, "validation_fraction": 0.25}
+    auto = EADCTransformerClassifier(**params).fit(X, y)
+    assert auto.patience_ is None and auto.n_epochs_ == 12 and len(auto.history_.val_score) == 12
+    assert auto.best_epoch_ == int(np.argmax(auto.history_.val_score))  # first of the best (ties: lower val loss)
+    early = EADCTransformerClassifier(**params, patience=2).fit(X, y)
+    assert early.patience_ == 2 and early.n_epochs_ < 12
 
 
 @pytest.mark.parametrize("name", ["onecycle", "cosine"])

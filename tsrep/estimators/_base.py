@@ -45,7 +45,7 @@ from tsrep.estimators._checks import (
 from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, check_declared, constraints_of
 from tsrep.estimators._ensemble import clone_member, fit_members
 from tsrep.estimators._saving import load_estimator, save_estimator
-from tsrep.estimators._tasks import resolve_min_steps, resolve_mixup, resolve_validation_fraction
+from tsrep.estimators._tasks import resolve_min_steps, resolve_mixup, resolve_patience, resolve_validation_fraction
 from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.callbacks import check_callbacks
@@ -84,7 +84,7 @@ class DeepSeriesEstimator:
 
     Fitted attributes it sets: standardizer_, max_len_, n_channels_, patch_len_ and patch_stride_
     (None: one token per step), encoder_config_ (None unless a pretrained checkpoint supplied the
-    encoder), validation_fraction_, min_steps_, augmentation_, history_, best_epoch_, n_epochs_,
+    encoder), validation_fraction_, min_steps_, patience_, augmentation_, history_, best_epoch_, n_epochs_,
     pretrain_history_, module_, n_outputs_, n_parameters_, estimators_.
     """
 
@@ -297,6 +297,7 @@ class DeepSeriesEstimator:
         self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data), self._task)
         self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
         self.mixup_ = resolve_mixup(self.mixup, self._task)
+        self.patience_ = resolve_patience(self.patience, self.lr_schedule, self._task)
         self.augmentation_ = resolve_augmentation(
             self.augmentation, len(data), int(data.valid.sum(1).min()), self.conv_stem_
         )
@@ -311,7 +312,9 @@ class DeepSeriesEstimator:
 
     def _train_config(self) -> TrainConfig:
         """The supervised loop's settings (tsrep.training.TrainConfig): the parameters, "auto" resolved."""
-        return TrainConfig.from_params(self.get_params(deep=False), min_steps=self.min_steps_, mixup=self.mixup_)
+        return TrainConfig.from_params(
+            self.get_params(deep=False), min_steps=self.min_steps_, mixup=self.mixup_, patience=self.patience_
+        )
 
     def _scorer_maker(self, model, score_fn, device):
         """make_scorer(X_score, y_score) of the callbacks' fit_info (a tuner scores its validation fold with it)."""

@@ -46,7 +46,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from tsrep.backbones.config import DCTransformerConfig, check_constraints, positive_int, unit_interval
 from tsrep.data.convert import SCALINGS
 from tsrep.estimators._tasks import (
-    AUTO_LABEL_SMOOTHING, AUTO_MIN_STEPS, AUTO_MIN_VALIDATION_CASES, AUTO_MIXUP, AUTO_STEPS_PER_CLASS,
+    AUTO_LABEL_SMOOTHING, AUTO_MIN_STEPS, AUTO_MIN_VALIDATION_CASES, AUTO_MIXUP, AUTO_PATIENCE, AUTO_STEPS_PER_CLASS,
     AUTO_VALIDATION_FRACTION, resolve_validation_fraction,
 )
 from tsrep.nn.norm import NORMS
@@ -144,7 +144,14 @@ TRAINING = {
         "learning noise (tsrep.estimators._tasks.resolve_validation_fraction). 0: never. The value used is "
         "``validation_fraction_``.",
     ),
-    **{name: _TRAIN[name] for name in ("patience", "optimizer", "optimizer_kwargs", "weight_decay", "lr_schedule")},
+    # "auto" here; TrainConfig.patience holds what it resolves to (patience_).
+    "patience": auto_over(
+        _TRAIN["patience"],
+        '"auto": None (no early stopping) for a classifier under the "onecycle" and "cosine" schedules, which '
+        "anneal over the whole budget, so that stopping early would cut the annealing (the best validation epoch "
+        f"is still kept), and {AUTO_PATIENCE} otherwise {_MEASURED}. The value used is ``patience_``.",
+    ),
+    **{name: _TRAIN[name] for name in ("optimizer", "optimizer_kwargs", "weight_decay", "lr_schedule")},
     # The loss's, not the loop's: "auto" resolves to label_smoothing_, which the loss takes.
     "label_smoothing": Declared(
         "auto", [StrOptions({"auto"}), unit_interval("left")],
@@ -385,6 +392,9 @@ FITTED_ATTRIBUTES = {
             The share of TRAIN held out (validation_fraction="auto" resolved).
         min_steps_ : int
             The least number of optimiser steps (min_steps="auto" resolved).
+        patience_ : int or None
+            The epochs without a better validation score before training stops (patience="auto" resolved;
+            None: never early).
         augmentation_ : str, sequence of str or None
             The distortions applied to training batches (augmentation="auto" resolved; None: none).
         label_smoothing_ : float

@@ -28,6 +28,13 @@ AUTO_MIN_VALIDATION_CASES = {"classification": 100, "regression": 10}
 #: AUTO_STEPS_PER_CLASS per class (the steps a problem needs grow with its classes, not its cases).
 AUTO_MIN_STEPS = 800
 AUTO_STEPS_PER_CLASS = 60
+#: ``patience="auto"``: a classifier under a schedule that anneals over the whole budget is not stopped
+#: early (stopping would cut the annealing, where such a fit gets good, and a classifier's validation
+#: accuracy stalls for tens of epochs while the learning rate is high; the best validation epoch is
+#: still kept); AUTO_PATIENCE epochs otherwise (a regressor's continuous validation error, a schedule
+#: that does not anneal).
+AUTO_PATIENCE = 20
+ANNEALING_SCHEDULES = ("onecycle", "cosine")
 #: ``label_smoothing="auto"`` and ``mixup="auto"`` of a classifier (a regressor has neither).
 AUTO_LABEL_SMOOTHING = 0.1
 AUTO_MIXUP = 0.2
@@ -49,6 +56,15 @@ def resolve_min_steps(value, n_classes: int | None) -> int:
     if value != "auto":
         return int(value)
     return max(AUTO_MIN_STEPS, AUTO_STEPS_PER_CLASS * (n_classes or 0))
+
+
+def resolve_patience(value, lr_schedule, task: str = "classification") -> int | None:
+    """The epochs without a better validation score before training stops: `value` itself, or for "auto"
+    the rule above (None: never stop early)."""
+    if value != "auto":
+        return value
+    annealing = isinstance(lr_schedule, str) and lr_schedule in ANNEALING_SCHEDULES
+    return None if annealing and task == "classification" else AUTO_PATIENCE
 
 
 def resolve_label_smoothing(value) -> float:

@@ -109,7 +109,7 @@ class BackboneClassifier(_BackboneMixin, SeriesClassifierMixin, BaseClassifier):
     Attributes
     ----------
     {attributes: classes_ n_classes_ module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_
-    min_steps_ augmentation_ label_smoothing_ mixup_ estimators_}
+    min_steps_ patience_ augmentation_ label_smoothing_ mixup_ estimators_}
 
     See Also
     --------
@@ -129,7 +129,7 @@ class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
 
     Attributes
     ----------
-    {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ min_steps_ mixup_
+    {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ min_steps_ patience_ mixup_
     augmentation_ y_mean_ y_std_ estimators_}
 
     See Also
