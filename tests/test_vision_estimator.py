@@ -130,11 +130,16 @@ def test_callbacks_follow_training_and_random_state_makes_it_reproducible(digits
     assert np.abs(other.predict_proba(images[48:60]) - first.predict_proba(images[48:60])).max() > 0
 
 
+def _copies(fitted, path):
+    """The model saved to `path` and loaded by its class and by tsrep.load, and a pickled copy: each of its class."""
+    copies = (type(fitted).load(fitted.save(path)), tsrep.load(path), pickle.loads(pickle.dumps(fitted)))
+    assert all(type(copy) is type(fitted) for copy in copies)
+    return copies
+
+
 def test_save_load_and_pickle_give_identical_predictions(fitted, digits, tmp_path):
     images = digits[0][200:240]
-    path = fitted.save(tmp_path / "vit.safetensors")
-    for loaded in (EAViTClassifier.load(path), tsrep.load(path), pickle.loads(pickle.dumps(fitted))):
-        assert type(loaded) is EAViTClassifier
+    for loaded in _copies(fitted, tmp_path / "vit.safetensors"):
         np.testing.assert_array_equal(loaded.predict_proba(images), fitted.predict_proba(images))
         assert loaded.image_shape_ == (1, 8, 8) and loaded.patch_size_ == 2
         assert loaded.pixel_mean_ == fitted.pixel_mean_
@@ -257,9 +262,7 @@ def fitted_regressor(digits):
 
 def test_regressor_save_load_and_pickle_give_identical_predictions(fitted_regressor, digits, tmp_path):
     images = digits[0][200:240]
-    path = fitted_regressor.save(tmp_path / "vit_regressor.safetensors")
-    for loaded in (EAViTRegressor.load(path), tsrep.load(path), pickle.loads(pickle.dumps(fitted_regressor))):
-        assert type(loaded) is EAViTRegressor
+    for loaded in _copies(fitted_regressor, tmp_path / "vit_regressor.safetensors"):
         np.testing.assert_array_equal(loaded.predict(images), fitted_regressor.predict(images))
         assert (loaded.y_mean_, loaded.y_std_) == (fitted_regressor.y_mean_, fitted_regressor.y_std_)
         assert loaded.image_shape_ == (1, 8, 8) and loaded.network_config_["n_outputs"] == 1

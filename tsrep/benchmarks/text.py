@@ -31,6 +31,8 @@ import importlib.util
 import platform
 from pathlib import Path
 
+from tsrep.benchmarks.seed_summary import mean_and_standard_error, paired_difference
+
 PROG = "python -m tsrep.benchmarks.text"
 
 
@@ -146,16 +148,13 @@ def markdown(rows: list) -> str:
 def summary(rows: list) -> str:
     """Each model's mean test accuracy over the seeds with its standard error, and the paired difference of the
     second model from the first (the same seed's sample for both): the lines a claim is read from."""
-    from tsrep.benchmarks.seed_summary import mean_and_standard_error
-
     names = list(dict.fromkeys(row[1] for row in rows))
     accuracy = {name: {row[0]: row[4].val_score[-1] for row in rows if row[1] == name} for name in names}
     lines = [f"{name}: mean test accuracy {mean_and_standard_error(list(accuracy[name].values()))} "
              f"over {len(accuracy[name])} seed(s)" for name in names]
     if len(names) == 2:
         plain, evolving = names
-        paired = [accuracy[evolving][s] - accuracy[plain][s] for s in accuracy[plain] if s in accuracy[evolving]]
-        lines.append(f"{evolving} - {plain}, paired by seed: {mean_and_standard_error(paired, signed=True)}")
+        lines.append(f"{evolving} - {plain}, paired by seed: {paired_difference(accuracy[evolving], accuracy[plain])}")
     return "\n".join(lines)
 
 

@@ -36,6 +36,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from tsrep.benchmarks.seed_summary import mean_and_standard_error, paired_difference
+
 PROG = "python -m tsrep.benchmarks.vision"
 
 # Per data set: models, and training settings chosen small enough for a CPU run (see benchmarks/README.md).
@@ -295,8 +297,6 @@ def run(dataset: str, data, seed: int, epochs: int | None) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     import numpy as np
 
-    from tsrep.benchmarks.seed_summary import mean_and_standard_error
-
     lines = [
         (
             "| data set (train / test) | model | alpha, beta | seed(s) | test accuracy per seed | mean +- SE | #params "
@@ -321,16 +321,15 @@ def markdown(rows: list[dict]) -> str:
 def paired_differences(rows: list[dict]) -> str:
     """Each evolving model against its plain twin (the same data, initial weights and shuffles per seed): the mean
     of the per-seed differences in test accuracy with its standard error."""
-    from tsrep.benchmarks.seed_summary import mean_and_standard_error
-
-    accuracy = {(r["dataset"], r["model"], r["seed"]): r["accuracy"] for r in rows}
+    accuracy = {}  # (dataset, model) -> {seed: accuracy}
+    for r in rows:
+        accuracy.setdefault((r["dataset"], r["model"]), {})[r["seed"]] = r["accuracy"]
     lines = []
-    for dataset, model in dict.fromkeys((r["dataset"], r["model"]) for r in rows):
-        twin = model[len("EA-"):] if model.startswith("EA-") else None
-        seeds = [s for (d, m, s) in accuracy if d == dataset and m == model and (d, twin, s) in accuracy]
-        if twin is not None and seeds:
-            diffs = [accuracy[(dataset, model, s)] - accuracy[(dataset, twin, s)] for s in seeds]
-            lines.append(f"{dataset}: {model} - {twin}, paired by seed: {mean_and_standard_error(diffs, signed=True)}")
+    for (dataset, model), evolving in accuracy.items():
+        plain = accuracy.get((dataset, model[len("EA-"):])) if model.startswith("EA-") else None
+        if plain is not None and evolving.keys() & plain.keys():
+            twin = model[len("EA-"):]
+            lines.append(f"{dataset}: {model} - {twin}, paired by seed: {paired_difference(evolving, plain)}")
     return "\n".join(lines)
 
 
