@@ -22,7 +22,7 @@ from tsrep.nn import CausalDilatedConv1d, SequenceNorm
 from tsrep.nn._checks import is_integer
 from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.checkpointing import checkpointed
-from tsrep.nn.conv_stem import ConvStem
+from tsrep.nn.conv_stem import STEM_KINDS, make_stem
 from tsrep.nn.patching import Patching, front_end, n_tokens
 from tsrep.nn.dropout import Dropout
 
@@ -121,8 +121,11 @@ class DCTransformerEncoder(nn.Module):
     conv_stem: None, or the channels of a convolutional stem (tsrep.nn.conv_stem) run on the series at
     full resolution before the front end; patch and downsample tokens are then means of its features
     over each window, and without a front end every step's features are a token.
+    stem_kind: the stem's design, a name of tsrep.nn.conv_stem.STEM_KINDS ("conv" or "inception").
 
-    forward(x (B, T, C), valid (B, T)) -> Z (B, N, d_model), N = T without a front end
+    forward(x (B, T, C), valid (B, T)) -> Z (B, N, d_model), N = T without a front end;
+    forward(x, valid, stem_mean=True) -> (Z, the mean over valid steps of the stem's features (B, conv_stem)),
+    for a head that also reads the stem (tsrep.backbones.heads.SeriesModel, stem_skip).
     """
 
     def __init__(
@@ -135,6 +138,7 @@ class DCTransformerEncoder(nn.Module):
         patch_stride: int | None = None,
         downsample: int | None = None,
         conv_stem: int | None = None,
+        stem_kind: str = "conv",
         checkpointing: bool = False,
         autocast_dtype: torch.dtype | None = None,
         **hyperparameters,
@@ -152,6 +156,8 @@ class DCTransformerEncoder(nn.Module):
             raise TypeError(f"pass the hyperparameters in config or by keyword, not both (got {sorted(hyperparameters)})")
         if conv_stem is not None and (not is_integer(conv_stem) or conv_stem < 1):
             raise ValueError(f"conv_stem must be None or a positive integer (the stem's channels), got {conv_stem!r}")
+        if stem_kind not in STEM_KINDS:
+            raise ValueError(f"stem_kind must be one of {sorted(STEM_KINDS)}, got {stem_kind!r}")
         if checkpointing not in (True, False):
             raise ValueError(f"checkpointing must be a bool, got {checkpointing!r}")
         floating = isinstance(autocast_dtype, torch.dtype) and autocast_dtype.is_floating_point
@@ -159,7 +165,7 @@ class DCTransformerEncoder(nn.Module):
             raise ValueError(f"autocast_dtype must be None or a floating torch.dtype, got {autocast_dtype!r}")
         self.config = config
         # The stem's features are local shapes already: a token averages them over its window.
-        self.stem = ConvStem(in_channels, conv_stem) if conv_stem is not None else None
+        self.stem = make_stem(stem_kind, in_channels, conv_stem) if conv_stem is not None else None
         self.patching = front_end(patch_len, patch_stride, downsample)
         if self.stem is not None and self.patching is not None:
             self.patching = Patching(self.patching.patch_len, self.patching.stride, "mean")
@@ -179,19 +185,32 @@ class DCTransformerEncoder(nn.Module):
         """(B, T) valid steps -> (B, N) valid rows of Z (the same mask without a front end)."""
         return self.patching.token_valid(valid) if self.patching is not None else valid
 
-    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (B, T, C) standardised, zero at padded steps; valid: (B, T) bool -> (B, N, d) fp32"""
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, stem_mean: bool = False):
+        """x: (B, T, C) standardised, zero at padded steps; valid: (B, T) bool -> (B, N, d) fp32
+        [, (B, conv_stem) fp32 with stem_mean, which needs a stem]"""
+        if stem_mean and self.stem is None:
+            raise ValueError("stem_mean=True needs an encoder with a convolutional stem (conv_stem)")
         if self.autocast_dtype is None:
-            return self._encode(x, valid)
-        # Mixed precision: products and convolutions in autocast_dtype, the attention softmax in fp32
-        # (under fp16 the whole attention map: tsrep.nn.attention), and what leaves the encoder in
-        # fp32 for the heads and the loss.
-        with torch.autocast(x.device.type, dtype=self.autocast_dtype):
-            return self._encode(x, valid).float()
+            out = self._encode(x, valid, stem_mean)
+        else:
+            # Mixed precision: products and convolutions in autocast_dtype, the attention softmax in fp32
+            # (under fp16 the whole attention map: tsrep.nn.attention), and what leaves the encoder in
+            # fp32 for the heads and the loss.
+            with torch.autocast(x.device.type, dtype=self.autocast_dtype):
+                out = self._encode(x, valid, stem_mean)
+            out = tuple(t.float() for t in out) if stem_mean else out.float()
+        return out
 
-    def _encode(self, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+    def _encode(self, x: torch.Tensor, valid: torch.Tensor | None, stem_mean: bool = False):
+        features_mean = None
         if self.stem is not None:
-            x = self.stem(x, valid)  # (B, T, conv_stem)
+            x = self.stem(x, valid)  # (B, T, conv_stem), zero at padded steps
+            if stem_mean:
+                if valid is None:
+                    features_mean = x.mean(1)  # (B, conv_stem)
+                else:
+                    weights = valid.unsqueeze(-1).to(x.dtype)
+                    features_mean = (x * weights).sum(1) / weights.sum(1).clamp_min(1)
         if self.patching is not None:
             x, valid = self.patching(x, valid)  # (B, N, C * P or C), (B, N)
         t = x.shape[1]
@@ -203,4 +222,4 @@ class DCTransformerEncoder(nn.Module):
         logits = None
         for block in self.blocks:
             h, logits = block(h, valid, logits, self.checkpointing and self.training)
-        return h
+        return (h, features_mean) if stem_mean else h

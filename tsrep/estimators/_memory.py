@@ -60,6 +60,10 @@ ACTIVATION_COPIES = 3
 PARAMETER_COPIES = 4
 #: (B, width, T) feature maps of a convolutional stem alive at the peak of a training step.
 STEM_COPIES = 7
+#: The stem's kinds (tsrep.nn.conv_stem.STEM_KINDS) against "conv": the inception stem keeps five maps of
+#: twice the width (its four branches concatenated, norm, ReLU, mask) and four of the width, where "conv"
+#: keeps eight of the width: 1.75x, rounded up.
+STEM_KIND_FACTORS = {"conv": 1, "inception": 2}
 #: (B, T, width) activations each block of a baseline (tsrep.estimators.baselines) keeps for backward, per
 #: step and case: a recurrent layer, a ResNet block of three convolutions and a shortcut, a T-Loss block of
 #: two causal convolutions (its padding apart: padding_memory).
@@ -126,11 +130,12 @@ def padding_memory(
 def training_memory(
     *, n_tokens_max: int, batch_size: int, in_features: int, d_model: int, n_blocks: int, n_heads: int, p: float,
     kernel_size: int, dim_feedforward: int | None, attention: str, checkpointing: bool,
-    stem_channels: int = 0, n_steps_max: int = 0,
+    stem_channels: int = 0, n_steps_max: int = 0, stem_kind: str = "conv",
 ) -> dict:
     """Estimated bytes of one training step: {"total", "maps", "activations", "padding", "stem", "parameters"}.
 
-    stem_channels: width of a convolutional stem (0: none), run on series of n_steps_max steps."""
+    stem_channels: width of a convolutional stem (0: none) of kind `stem_kind`, run on series of n_steps_max
+    steps."""
     d_model, n_blocks, n_heads = int(d_model), int(n_blocks), int(n_heads)
     n_layers = 2 * n_blocks
     d_attn, d_conv = split_width(d_model, p)
@@ -141,7 +146,7 @@ def training_memory(
     kept_maps = (n_layers + MAP_COPIES) if checkpointing else n_layers * MAP_COPIES
     maps = FLOAT_BYTES * batch_size * kept_maps * map_values
     activations = FLOAT_BYTES * batch_size * n_layers * ACTIVATION_COPIES * n_tokens_max * (d_model + d_ff)
-    stem = FLOAT_BYTES * batch_size * STEM_COPIES * int(stem_channels) * int(n_steps_max)
+    stem = FLOAT_BYTES * batch_size * STEM_COPIES * STEM_KIND_FACTORS[stem_kind] * int(stem_channels) * int(n_steps_max)
     # Both layers of a block pad their d_model-wide input (the convolution branch reads all of x).
     padding = padding_memory(
         batch_size=batch_size, width=d_model, kernel_size=kernel_size, n_blocks=n_blocks, checkpointing=checkpointing,
@@ -254,12 +259,12 @@ def check_training_memory(
     n_blocks: int, n_heads: int, p: float, kernel_size: int, dim_feedforward: int | None, attention: str,
     checkpointing: bool, device: torch.device, what: str = "training",
     options: tuple[str, ...] = ("patch_len", "checkpointing", "batch_size"), concurrent: int = 1,
-    stem_channels: int = 0,
+    stem_channels: int = 0, stem_kind: str = "conv",
 ) -> None:
     """Raise InsufficientMemoryError when the estimate exceeds the memory `device` has free.
 
     stride: steps per token of a patch/downsample front end (None: one token per step).
-    stem_channels: width of the convolutional stem (0: none).
+    stem_channels, stem_kind: width and kind of the convolutional stem (0: none).
     options: the parameters of the caller that lower the maps' memory, named in the message.
     concurrent: fits of this size running at once on the device (ensemble members under n_jobs).
     """
@@ -271,7 +276,7 @@ def check_training_memory(
     need = training_memory(
         n_tokens_max=tokens, batch_size=batch, in_features=in_features, d_model=d_model, n_blocks=n_blocks,
         n_heads=n_heads, p=p, kernel_size=kernel_size, dim_feedforward=dim_feedforward, attention=attention,
-        checkpointing=checkpointing, stem_channels=stem_channels, n_steps_max=int(max_len),
+        checkpointing=checkpointing, stem_channels=stem_channels, n_steps_max=int(max_len), stem_kind=stem_kind,
     )
     if need["total"] * concurrent <= free:
         return

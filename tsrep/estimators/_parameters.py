@@ -49,6 +49,7 @@ from tsrep.estimators._tasks import (
     AUTO_LABEL_SMOOTHING, AUTO_MIN_STEPS, AUTO_MIN_VALIDATION_CASES, AUTO_MIXUP, AUTO_PATIENCE, AUTO_STEPS_PER_CLASS,
     AUTO_VALIDATION_FRACTION, resolve_validation_fraction,
 )
+from tsrep.nn.conv_stem import STEM_KINDS
 from tsrep.nn.norm import NORMS
 from tsrep.nn.pooling import POOLINGS
 from tsrep.training.config import PretrainConfig, TrainConfig, parameter_name
@@ -283,6 +284,18 @@ FRONT_END = {
         "per-step tokens (short series, the paper's protocol), for smaller training sets and for a regressor, "
         f"which it made worse {_MEASURED}. None: no stem. Cannot be combined with pretrained_encoder. Used: "
         "``conv_stem_``.",
+    ),
+    "stem_kind": Declared(
+        "conv", [StrOptions(set(STEM_KINDS))],
+        'The convolutional stem\'s design, when there is one (``conv_stem_``): "conv", two convolutions (kernels '
+        '7 and 5); "inception", the first module of InceptionTime (Ismail Fawaz et al., DMKD 2020): convolutions '
+        "of 40, 20 and 10 steps side by side with a max-pool branch, then a 1 x 1 convolution to conv_stem channels "
+        "(tsrep.nn.conv_stem). It sees 40 steps where \"conv\" sees 11, at about half the stem's arithmetic.",
+    ),
+    "stem_skip": Declared(
+        False, ["boolean"],
+        "The head also reads the mean over valid steps of the stem's features, a path past the transformer like "
+        "the global-average heads of ResNet and InceptionTime; no effect without a stem (``conv_stem_`` None).",
     ),
     # "auto", an int, or a tuple / list of ints giving an ensemble's members their budgets in turn
     # (tsrep.estimators.dc_transformer checks them)

@@ -154,7 +154,7 @@ class EADCTransformerBase(DeepSeriesEstimator):
         check_training_memory(
             max_len=self.max_len_, stride=stride, n_cases=n_cases, batch_size=self.batch_size, in_features=in_features,
             checkpointing=bool(self.checkpointing), device=resolve_device(self.device), options=options,
-            concurrent=concurrent, stem_channels=stem, **arch,
+            concurrent=concurrent, stem_channels=stem, stem_kind=self.stem_kind, **arch,
         )
 
     # ----------------------------------------------------------------- pretrained encoder and masked pretraining
@@ -214,13 +214,16 @@ class EADCTransformerBase(DeepSeriesEstimator):
             encoder = DCTransformerEncoder(
                 self.n_channels_, self.max_len_, DCTransformerConfig.from_params(self.get_params(deep=False)),
                 patch_len=self.patch_len_, patch_stride=self.patch_stride_, downsample=self.downsample,
-                conv_stem=self.conv_stem_, **cost,
+                conv_stem=self.conv_stem_, stem_kind=self.stem_kind, **cost,
             )
         options = compile_options(self.compile)
         if options is not None:
             # In place: the state_dict keys stay those of the plain module (pickling, checkpoints).
             encoder.compile(**options)
-        return SeriesModel(encoder, n_outputs, self._task, self.pooling, self.dropout, self._augmentation_used())
+        return SeriesModel(
+            encoder, n_outputs, self._task, self.pooling, self.dropout, self._augmentation_used(),
+            stem_skip=self.stem_skip,
+        )
 
     @classmethod
     def _get_test_params(cls, parameter_set="default"):
