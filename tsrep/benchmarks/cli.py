@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the config's, else OUT/results.sqlite)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ... (default auto)")
     p.add_argument("--datasets", nargs="+", help="run only these datasets (names or collections)")
-    p.add_argument("--models", nargs="+", help="run only these models (tsrep.models names, aeon:<name>)")
+    p.add_argument("--models", nargs="+",
+                   help="run only these models (tsrep.models names, aeon:<name>, the config's variants)")
     p.add_argument("--seeds", nargs="+", type=int, help="run only these seeds")
     p.add_argument("--offline", nargs="?", const=True, default=None,
                    help="never download (optionally: a directory of .ts files to read first)")
@@ -83,12 +84,15 @@ def _override(raw: dict, args) -> dict:
         raw["collections"] = [d for d in args.datasets if d.lower() in COLLECTIONS]
         raw["datasets"] = [d for d in args.datasets if d.lower() not in COLLECTIONS]
     if args.models:
-        from tsrep.benchmarks.registry import resolve_model
+        from tsrep.benchmarks.config import model_resolver
 
+        # The config's variants are named like models (parse_config checks the section itself).
+        variants = raw.get("variants")
+        resolve = model_resolver([v for v in variants if isinstance(v, str)] if isinstance(variants, dict) else [])
         raw["models"] = args.models
-        kept = {resolve_model(m) for m in args.models}
+        kept = {resolve(m) for m in args.models}
         for key in ("model_params", "model_grid"):  # keep the entries of the models still run
-            raw[key] = {k: v for k, v in (raw.get(key) or {}).items() if resolve_model(k) in kept}
+            raw[key] = {k: v for k, v in (raw.get(key) or {}).items() if resolve(k) in kept}
     if args.seeds:
         raw["seeds"] = args.seeds
     for key in ("scheduler", "store"):
@@ -137,7 +141,8 @@ def main(argv=None) -> int:
         return _error(err)
     out = Path(args.out or Path("results") / "archive" / cfg.name)
     if cfg.scheduler is not None and args.jobs is not None:
-        return _error("--jobs runs cells on this machine; with a Dask scheduler its workers decide how many run at once")
+        return _error("--jobs runs cells on this machine; with a Dask scheduler its workers decide how many run "
+                      "at once")
     if not args.list:
         problem = _run_problem(args.device, cfg, out)
         if problem:
@@ -173,7 +178,7 @@ def _run_problem(device, cfg, out: Path) -> str | None:
 
 
 def _print_listing(cfg, cells: list, out: Path) -> None:
-    """--list: the models tsrep and aeon offer, the published methods, and the config's cells."""
+    """--list: the models tsrep and aeon offer, the published methods, the config's variants and its cells."""
     from tsrep.benchmarks.published import STUDIES, published_methods
     from tsrep.benchmarks.registry import AEON_ESTIMATORS, AEON_PREFIX
     from tsrep.models import MODELS
@@ -184,6 +189,12 @@ def _print_listing(cfg, cells: list, out: Path) -> None:
         print(f"{AEON_PREFIX + name:20s} {entry.label:12s} aeon's {', '.join(entry.class_names())}")
     for task in STUDIES:
         print(f"published ({task}): {', '.join(published_methods(task))}")
+    if cfg.variants:
+        print(f"\nvariants of {cfg.name} (run when listed in 'models'):")
+    for name, variant in cfg.variants.items():
+        params = ", ".join(f"{k}={v!r}" for k, v in variant.params.items()) or "its defaults"
+        run = "" if name in cfg.models else " [not run]"
+        print(f"{name:20s} {variant.label}: {variant.model} with {params}{run}")
     print(f"\n{cfg.name}: {len(cfg.datasets)} datasets x {len(cfg.models)} models x {len(cfg.seeds)} seeds "
           f"= {len(cells)} cells -> {out}")
     print("datasets:", ", ".join(cfg.datasets))
@@ -222,7 +233,7 @@ def _write_report(args, cfg, out: Path, df, outputs: dict) -> list:
     report = write_report(df, cfg.models, cfg.datasets, out, title=f"{cfg.name} ({len(cfg.seeds)} seed(s))",
                           plots=not args.no_plots, references=references, published=cfg.published,
                           published_split=cfg.published_split, published_in_ranks=cfg.published_in_ranks,
-                          outputs=outputs, groups=cfg.groups)
+                          outputs=outputs, groups=cfg.groups, labels=cfg.labels())
     print(report["markdown"])
     return report["files"]
 

@@ -9,12 +9,18 @@ Format (every key but ``models`` and one of ``datasets``/``collections`` is opti
     name: quick                      # names the output directory (default: the file's stem)
     datasets: [BasicMotions, Covid3Month]   # archive names (tsrep.data.load_archive)
     collections: [shipped]           # and/or whole collections (tsrep.data.list_datasets)
-    models: [lstm, ea-dc-transformer, aeon:minirocket]  # tsrep.models names, aeon:<name> of an allow-list
+    models: [lstm, ea-dc-transformer, ea-dc-t-inception, aeon:minirocket]  # tsrep.models names, aeon:<name>
+                                     # of an allow-list, names of `variants`
+    variants:                        # a registered model under a name of its own, with parameters of its own
+      ea-dc-t-inception:
+        model: ea-dc-transformer     # the model it is a variant of (a tsrep.models name or aeon:<name>)
+        params: {stem_kind: inception, stem_skip: true}   # checked like model_params
+        label: EA-DC-T inception     # its header in the report (default: "EA-DC-T (ea-dc-t-inception)")
     seeds: [0, 1, 2]                 # default [0]
     params:                          # constructor parameters for every model that takes them
       max_epochs: 100
       d_model: 64
-    model_params:                    # per model, over `params` (a model must take every one)
+    model_params:                    # per model or variant, over `params` (a model must take every one)
       ea-dc-transformer: {alpha: 0.5, beta: 0.5}
     dataset_params:                  # per dataset, over both (applied where a model takes them)
       Covid3Month: {scaling: symlog}
@@ -42,6 +48,19 @@ Format (every key but ``models`` and one of ``datasets``/``collections`` is opti
 Models: tsrep.models names, and ``aeon:<name>`` for an aeon estimator of the fixed allow-list
 tsrep.benchmarks.registry.AEON_ESTIMATORS (``aeon:minirocket``); nothing else is imported.
 
+Variants (``variants: {name: {model, params, label}}``) run one model several times in one run and one table,
+e.g. a default beside a candidate: a variant is its ``model`` (required; a registered model, not another
+variant) built with its ``params`` (optional; only parameters that model takes, checked like ``model_params``)
+and headed ``label`` in the report (optional; default the model's label followed by the variant's name in
+parentheses, ``EA-DC-T (ea-dc-t-inception)``). Its name (letters, digits, ``-``, ``_``, ``.``; matched
+case-insensitively, like model names) must not be a model's name or alias, and is used like one: in
+``models`` (a variant that is not listed there is not run), ``model_params``, ``model_grid`` and
+``tsrep-benchmark --models``. Its cells are stored under its name, so a variant and its model are separate
+cells, rows and columns. A variant cell's fixed parameters, later ones winning: the shared ``params`` its model
+takes, ``dataset_params`` (likewise), the variant's ``params``, ``model_params.<variant>``; its grid: the shared
+``grid`` its model takes and ``model_grid.<variant>``. The model's own ``model_params`` and ``model_grid`` are
+that model's settings and do not reach its variants.
+
 Published columns (tsrep.benchmarks.published): test scores of the named methods from the studies
 whose result files ship with tsrep (classification: Middlehurst, Schäfer, Bagnall, "Bake off redux",
 DMKD 2024, on the 112 equal-length UCR problems; regression: Guijo-Rubio et al., "Unsupervised feature
@@ -67,15 +86,16 @@ naming the key.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PureWindowsPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import yaml
 
 from tsrep.benchmarks.published import resolve_methods, resolve_split
-from tsrep.benchmarks.registry import all_params, build_model, model_params, resolve_model
+from tsrep.benchmarks.registry import all_params, build_model, model_label, model_params, resolve_model
 from tsrep.data.archive import canonical_name, list_datasets
 from tsrep.exceptions import ConfigError
 
@@ -85,8 +105,12 @@ if TYPE_CHECKING:
 KEYS = (
     "name", "description", "datasets", "collections", "models", "seeds", "params", "model_params",
     "dataset_params", "grid", "model_grid", "selection", "data", "published", "published_split",
-    "published_in_ranks", "groups", "scheduler", "store",
+    "published_in_ranks", "groups", "scheduler", "store", "variants",
 )
+VARIANT_KEYS = ("model", "params", "label")
+# A variant's name heads CSV columns and is stored as a cell's model: a plain name, never "aeon:..." or
+# "published:..." (prefixes the registry and the report read as kinds of column).
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SELECTION_KEYS = ("validation_fraction", "refit")
 DATA_KEYS = ("offline", "cache_dir", "available_offline")
 
@@ -94,6 +118,16 @@ DATA_KEYS = ("offline", "cache_dir", "available_offline")
 # own configs, which override tsrep's), then the configs that ship inside the package (tsrep/configs).
 USER_CONFIG_DIR = Path("configs")
 CONFIG_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A registered model (``model``) run under a name of its own with parameters of its own."""
+
+    name: str
+    model: str
+    params: dict = field(default_factory=dict, hash=False)
+    label: str = ""
 
 
 @dataclass
@@ -120,17 +154,32 @@ class BenchmarkConfig:
     path: str | None = None
     scheduler: str | None = None
     store: str | None = None
+    variants: dict = field(default_factory=dict)  # {name: Variant}, the names usable like models'
+
+    def base_model(self, model: str) -> str:
+        """The registered model that builds the cells of `model` (a model, or a variant's name)."""
+        return self.variants[model].model if model in self.variants else model
+
+    def label(self, model: str) -> str:
+        """The report's header of `model` (a model, or a variant's name)."""
+        return self.variants[model].label if model in self.variants else model_label(model)
+
+    def labels(self) -> dict[str, str]:
+        """{name: header} of the variants (the report's headers that are not a model's own label)."""
+        return {name: variant.label for name, variant in self.variants.items()}
 
     def params_for(self, model: str, dataset: str) -> dict:
         """Fixed constructor parameters of one cell (without the grid)."""
-        accepted = model_params(model)
+        accepted = model_params(self.base_model(model))
         out = {k: v for k, v in self.params.items() if k in accepted}
         out.update({k: v for k, v in self.dataset_params.get(dataset, {}).items() if k in accepted})
+        if model in self.variants:
+            out.update(self.variants[model].params)
         out.update(self.model_params.get(model, {}))
         return out
 
     def grid_for(self, model: str) -> dict:
-        accepted = model_params(model)
+        accepted = model_params(self.base_model(model))
         grid = {k: list(v) for k, v in self.grid.items() if k in accepted}
         grid.update({k: list(v) for k, v in self.model_grid.get(model, {}).items()})
         return grid
@@ -213,22 +262,98 @@ def _named_parameter_mappings(section: dict, resolve, where: str):
         yield raw_name, name, value
 
 
-def _check_model_keys(section: dict, models: list[str], where: str, values_are_lists: bool) -> dict:
+def model_resolver(variants) -> Callable[[str], str]:
+    """resolve(name): the name of the variant `name` names (variants: their names; matched case-insensitively),
+    else the registry name of a model (resolve_model); ValueError, with the closest variant's name where one is
+    close, for neither."""
+    by_key = {str(v).strip().lower(): v for v in variants}
+
+    def resolve(name) -> str:
+        key = name.strip().lower() if isinstance(name, str) else None
+        if key in by_key:
+            return by_key[key]
+        try:
+            return resolve_model(name)
+        except ValueError:
+            close = difflib.get_close_matches(str(key), list(by_key), n=1)
+            if close:
+                raise ValueError(f"unknown model or variant {name!r} (did you mean {by_key[close[0]]!r}?); "
+                                 f"variants: {', '.join(by_key.values())}") from None
+            raise
+
+    return resolve
+
+
+def _refuse_unaccepted(params: dict, model: str, where: str) -> None:
+    """ConfigError naming the first of `params` that the registered `model` does not let a config set."""
+    accepted = model_params(model)
+    bad = sorted(set(params) - accepted)
+    if bad:
+        raise ConfigError(f"{where}: {model!r} takes no (free) parameter {', '.join(map(repr, bad))}"
+                          f"{_close(bad[0], accepted)}")
+
+
+def _check_model_keys(section: dict, models: list[str], variants: dict, where: str, values_are_lists: bool) -> dict:
+    """model_params or model_grid keyed by the names of `models` (a variant's: its name), each checked against
+    the parameters of its registered model."""
     out = {}
-    for raw_name, name, value in _named_parameter_mappings(section, resolve_model, where):
+    for raw_name, name, value in _named_parameter_mappings(section, model_resolver(variants), where):
         if values_are_lists:
             _grid(value, f"{where}.{raw_name}")
         if name not in models:
             raise ConfigError(f"{where}.{raw_name}: model {name!r} is not in 'models' ({', '.join(models)})")
-        accepted = model_params(name)
-        bad = sorted(set(value) - accepted)
-        if bad:
-            raise ConfigError(
-                f"{where}.{raw_name}: {name!r} takes no (free) parameter {', '.join(map(repr, bad))}"
-                f"{_close(bad[0], accepted)}"
-            )
+        _refuse_unaccepted(value, variants[name].model if name in variants else name, f"{where}.{raw_name}")
         out[name] = dict(value)
     return out
+
+
+def _variants(raw: dict) -> dict[str, Variant]:
+    """'variants' by name, each a registered model with its parameters and the label the report heads it with."""
+    section = _mapping(raw, "variants")
+    keys = set()
+    for name in section:
+        if not isinstance(name, str) or not VARIANT_NAME.fullmatch(name):
+            raise ConfigError(f"variants: a variant's name must be letters, digits, '-', '_' or '.', got {name!r}")
+        try:
+            model = resolve_model(name)
+        except ValueError:
+            model = None
+        if model is not None:
+            raise ConfigError(f"variants.{name}: {name!r} is already the name of the model {model!r}; give the "
+                              "variant a name of its own")
+        if name.lower() in keys:
+            raise ConfigError(f"variants.{name}: a second variant of the name {name!r} (names are matched "
+                              "case-insensitively)")
+        keys.add(name.lower())
+    return {name: _variant(name, entry, keys, f"variants.{name}") for name, entry in section.items()}
+
+
+def _variant(name: str, entry, variant_keys: set, where: str) -> Variant:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a mapping with 'model' (and 'params', 'label'), got {entry!r}")
+    unknown = [k for k in entry if k not in VARIANT_KEYS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{_close(unknown[0], VARIANT_KEYS)}; known keys: "
+                          f"{', '.join(VARIANT_KEYS)}")
+    if "model" not in entry:
+        raise ConfigError(f"{where}: no 'model' (the registered model it is a variant of)")
+    if str(entry["model"]).strip().lower() in variant_keys:
+        raise ConfigError(f"{where}.model: {entry['model']!r} is a variant; a variant's model is a registered "
+                          "model (tsrep.models or aeon:<name>)")
+    try:
+        model = resolve_model(entry["model"])
+    except ValueError as err:
+        raise ConfigError(f"{where}.model: {err}") from None
+    params = entry.get("params") or {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"{where}.params must be a mapping of parameters, got {params!r}")
+    _refuse_unaccepted(params, model, f"{where}.params")
+    label = entry.get("label")
+    if label is None:
+        label = f"{model_label(model)} ({name})"
+    elif not isinstance(label, str) or not label.strip():
+        raise ConfigError(f"{where}.label must be a non-empty string, got {label!r}")
+    return Variant(name=name, model=model, params=dict(params), label=label.strip())
 
 
 def _check_shared_keys(section: dict, models: list[str], where: str) -> None:
@@ -246,7 +371,8 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None,
     datasets_narrowed: 'datasets'/'collections' were replaced by a part of the config's own (tsrep-benchmark
     --datasets), so a group keeps those of its datasets still run instead of being refused for the others."""
     _check_keys(raw)
-    models = _models(raw)
+    variants = _variants(raw)
+    models = _models(raw, variants)
     data, available_offline = _data_section(raw)
     datasets = _datasets(raw, data, available_offline)
     groups = _groups(raw, datasets, datasets_narrowed)
@@ -255,8 +381,8 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None,
     _check_shared_keys(params, models, "params")
     grid = _grid(_mapping(raw, "grid"), "grid")
     _check_shared_keys(grid, models, "grid")
-    model_params = _check_model_keys(_mapping(raw, "model_params"), models, "model_params", False)
-    model_grid = _check_model_keys(_mapping(raw, "model_grid"), models, "model_grid", True)
+    model_params = _check_model_keys(_mapping(raw, "model_params"), models, variants, "model_params", False)
+    model_grid = _check_model_keys(_mapping(raw, "model_grid"), models, variants, "model_grid", True)
     dataset_params = _dataset_params(raw, models)
     fraction, refit = _selection(raw)
     published, published_split, published_in_ranks = _published(raw)
@@ -287,7 +413,9 @@ def parse_config(raw: dict, name: str = "benchmark", path: str | None = None,
         path=path,
         scheduler=raw.get("scheduler"),
         store=raw.get("store"),
+        variants=variants,
     )
+    _check_labels(cfg)
     _check_every_cell(cfg)
     return cfg
 
@@ -300,13 +428,14 @@ def _check_keys(raw) -> None:
         raise ConfigError(f"unknown key {unknown[0]!r}{_close(unknown[0], KEYS)}; known keys: {', '.join(KEYS)}")
 
 
-def _models(raw: dict) -> list[str]:
-    """The registry names of 'models', each once, in their order."""
+def _models(raw: dict, variants: dict) -> list[str]:
+    """The registry names of 'models' (a variant's: its name), each once, in their order."""
     models_raw = raw.get("models")
     if not isinstance(models_raw, list) or not models_raw:
         raise ConfigError("'models' must be a non-empty list of model names (tsrep.models, or aeon:<name>)")
+    resolve = model_resolver(variants)
     try:
-        return list(dict.fromkeys(resolve_model(m) for m in models_raw))
+        return list(dict.fromkeys(resolve(m) for m in models_raw))
     except ValueError as err:
         raise ConfigError(f"models: {err}") from None
 
@@ -381,7 +510,8 @@ def _seeds(raw: dict) -> list[int]:
     seeds = raw.get("seeds", [0])
     if isinstance(seeds, int):
         seeds = [seeds]
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+    if (not isinstance(seeds, list) or not seeds
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
         raise ConfigError(f"'seeds' must be a non-empty list of integers, got {seeds!r}")
     return list(dict.fromkeys(seeds))
 
@@ -419,24 +549,41 @@ def _published(raw: dict) -> tuple[list[str], str, bool]:
     return published, published_split, _flag(raw, "published_in_ranks", False, "published_in_ranks")
 
 
+def _check_labels(cfg: BenchmarkConfig) -> None:
+    """A variant run beside another model must not share its header: the report's columns would be told apart
+    by nothing."""
+    headers = {}
+    for model in cfg.models:
+        headers.setdefault(cfg.label(model), []).append(model)
+    for label, models in headers.items():
+        variants = [m for m in models if m in cfg.variants]
+        if len(models) > 1 and variants:
+            other = next(m for m in models if m != variants[0])
+            raise ConfigError(f"variants.{variants[0]}.label: {label!r} is also the header of {other!r}; give the "
+                              "variant a label of its own")
+
+
 def _check_every_cell(cfg: BenchmarkConfig) -> None:
     """Every cell's parameters must build a valid estimator: catch contradictions (e.g. beta for
-    "w/o Convolution") and bad values (d_model: -8) now, not in every cell after an hour of training."""
+    "w/o Convolution") and bad values (d_model: -8) now, not in every cell after an hour of training.
+    A variant's cells are built from its registered model, and a failure names the variant."""
     checked = set()
     for model in cfg.models:
+        base = cfg.base_model(model)
         for dataset in cfg.datasets:
             for point in grid_points(cfg.grid_for(model)):
-                settings = repr((model, sorted(cfg.params_for(model, dataset).items()), sorted(point.items())))
+                settings = repr((base, sorted(cfg.params_for(model, dataset).items()), sorted(point.items())))
                 if settings in checked:  # datasets without params of their own share one check
                     continue
                 checked.add(settings)
                 try:
-                    estimator = build_model(model, "classification", **{**cfg.params_for(model, dataset), **point})
+                    estimator = build_model(base, "classification", **{**cfg.params_for(model, dataset), **point})
                     if hasattr(estimator, "_validate_params"):  # tsrep's checks of its parameters, without data
                         estimator._validate_params()
                 except (ValueError, TypeError) as err:
                     where = f" with grid point {point}" if point else ""
-                    raise ConfigError(f"model {model!r} on {dataset}{where}: {err}") from None
+                    what = f"variant {model!r} of {base!r}" if model in cfg.variants else f"model {model!r}"
+                    raise ConfigError(f"{what} on {dataset}{where}: {err}") from None
 
 
 def grid_points(grid: dict) -> list[dict]:

@@ -61,8 +61,11 @@ PUBLISHED_PREFIX = "published:"
 PUBLISHED_MARK = "†"  # heads the published columns and their footnote
 
 
-def column_label(column: str) -> str:
-    """Table header of a model or of a published column (``published:HC2`` -> ``HC2†``)."""
+def column_label(column: str, labels: dict | None = None) -> str:
+    """Table header of a model or of a published column (``published:HC2`` -> ``HC2†``); labels: {column:
+    header} that win over a model's own label (a config's variants: BenchmarkConfig.labels)."""
+    if labels and column in labels:
+        return labels[column]
     if column.startswith(PUBLISHED_PREFIX):
         return column[len(PUBLISHED_PREFIX):] + PUBLISHED_MARK
     return model_label(column)
@@ -202,9 +205,10 @@ SECONDS_ROW = "Avg fit+predict s"
 
 
 def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[str], published=None,
-               published_split: str = "fold0", published_in_ranks: bool = False) -> dict:
+               published_split: str = "fold0", published_in_ranks: bool = False, labels: dict | None = None) -> dict:
     """Everything one task's table needs: scores (datasets x models), the published columns, the complete
-    datasets (over the ranked columns: the models, and the published ones when published_in_ranks), summary rows."""
+    datasets (over the ranked columns: the models, and the published ones when published_in_ranks), summary rows,
+    and the headers that are not a model's own label (labels, column_label)."""
     sub = agg[agg["task"] == task]
     datasets = [d for d in datasets if d in set(sub["dataset"])]
     scores = sub.pivot(index="dataset", columns="model", values="score").reindex(index=datasets, columns=models)
@@ -227,7 +231,7 @@ def task_table(agg: pd.DataFrame, task: str, models: list[str], datasets: list[s
         summary[SECONDS_ROW] = seconds.loc[complete.index].mean(axis=0)
     return {"scores": scores, "complete": complete, "summary": summary, "datasets": datasets, "sub": sub,
             "published": extra, "published_in_ranks": published_in_ranks and len(extra.columns) > 0,
-            "seconds": seconds}
+            "seconds": seconds, "labels": dict(labels or {})}
 
 
 def _task_of(dataset: str) -> str | None:
@@ -261,12 +265,12 @@ GROUPS_NOTE = ("Means over the datasets of each group where every column has a s
                "no figure). '<model> s': the model's mean fit+predict seconds over the same datasets.")
 
 
-def render_groups(means: pd.DataFrame, task: str, models: list[str]) -> str:
-    """The "Means by group" table of group_means' rows, and its note."""
+def render_groups(means: pd.DataFrame, task: str, models: list[str], labels: dict | None = None) -> str:
+    """The "Means by group" table of group_means' rows, and its note (labels: as column_label's)."""
     metric = "accuracy" if task == "classification" else "RMSE"
     columns = [c for c in means.columns if c in models or c.startswith(PUBLISHED_PREFIX)]
     lines = [f"| Means by group ({metric}) | Datasets | " + " | ".join(
-                 [column_label(c) for c in columns] + [f"{model_label(m)} s" for m in models]) + " |",
+                 [column_label(c, labels) for c in columns] + [f"{column_label(m, labels)} s" for m in models]) + " |",
              "|---|---|" + "---|" * (len(columns) + len(models))]
     for row in means.to_dict("records"):
         counted, size = row["datasets_counted"], row["datasets_in_group"]
@@ -288,7 +292,7 @@ def render_markdown(table: dict, task: str, models: list[str], paper: bool = Tru
     lookup = {(r.dataset, r.model): r for r in sub.itertuples()}
     metric = "accuracy" if task == "classification" else "RMSE"
     published = table["published"]
-    labels = [column_label(c) for c in models + list(published.columns)]
+    labels = [column_label(c, table.get("labels")) for c in models + list(published.columns)]
     extra = [REFERENCE_LABEL[task]] if references else []
     lines = [f"| Dataset ({metric} / #params) | " + " | ".join(labels + extra) + " |",
              "|---|" + "---|" * (len(labels) + len(extra))]
@@ -372,7 +376,7 @@ def plot_cd(table: dict, task: str, models: list[str], path: Path) -> Path | Non
 
     try:
         fig, _ = plot_critical_difference(
-            complete.to_numpy(dtype=float), [column_label(c) for c in complete.columns],
+            complete.to_numpy(dtype=float), [column_label(c, table.get("labels")) for c in complete.columns],
             lower_better=LOWER_IS_BETTER[task],
         )
     except Exception as err:  # e.g. too few datasets for the test
@@ -403,7 +407,7 @@ def plot_bars(table: dict, task: str, models: list[str], path: Path) -> Path | N
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * n_d + 2), 4))
     x = np.arange(n_d)
     for j, m in enumerate(models):
-        ax.bar(x + (j - (n_m - 1) / 2) * width, values[:, j], width, label=model_label(m))
+        ax.bar(x + (j - (n_m - 1) / 2) * width, values[:, j], width, label=column_label(m, table.get("labels")))
         if task == "classification":
             for i, d in enumerate(scores.index):
                 ref = paper_score(d, m)
@@ -431,7 +435,7 @@ def _write_task_table(table: dict, task: str, models: list[str], out_dir: Path, 
     files = [out_dir / f"{stem}.csv", out_dir / f"{stem}.md"]
     means = group_means(table, task, models, groups) if groups else pd.DataFrame()
     if len(means):
-        md += "\n\n" + render_groups(means, task, models)
+        md += "\n\n" + render_groups(means, task, models, table.get("labels"))
         means.to_csv(out_dir / f"{stem}_groups.csv", index=False)
         files.append(out_dir / f"{stem}_groups.csv")
     (out_dir / f"{stem}.md").write_text(md + "\n")
@@ -441,7 +445,7 @@ def _write_task_table(table: dict, task: str, models: list[str], out_dir: Path, 
 def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_dir, title: str = "",
                  plots: bool = True, paper: bool = True, references: dict | None = None, published=None,
                  published_split: str = "fold0", published_in_ranks: bool = False,
-                 outputs: dict | None = None, groups: dict | None = None) -> dict:
+                 outputs: dict | None = None, groups: dict | None = None, labels: dict | None = None) -> dict:
     """Write tables (Markdown + CSV), the cells' CSV and the pictures; returns {"markdown": str, "files": [...]}.
 
     references: {dataset: score of a constant prediction} (reference_scores), shown beside the models.
@@ -452,6 +456,8 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
     task gives the seed ensembles (seed_ensembles), written to <task>_seed_ensembles.md/.csv.
     groups: {name: [datasets]}; each task table is followed by its groups' means (group_means), also written
     to <task>_groups.csv (and <task>_seed_ensembles_groups.csv).
+    labels: {model: header} that win over the models' own labels in every table and picture (a config's
+    variants, BenchmarkConfig.labels).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -463,7 +469,7 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
     ensembles = seed_ensembles(df, outputs or {})
     parts = [f"# {title}".rstrip()] if title else []
     for task in ("classification", "regression"):
-        table = task_table(agg, task, models, datasets, published, published_split, published_in_ranks)
+        table = task_table(agg, task, models, datasets, published, published_split, published_in_ranks, labels)
         if not table["datasets"]:
             continue
         md, written = _write_task_table(table, task, models, out_dir, task, paper, references, groups)
@@ -471,7 +477,8 @@ def write_report(df: pd.DataFrame, models: list[str], datasets: list[str], out_d
                      " is better)\n\n" + md)
         files += written
         if len(ensembles[ensembles["task"] == task]):
-            ens_table = task_table(ensembles, task, models, datasets, published, published_split, published_in_ranks)
+            ens_table = task_table(ensembles, task, models, datasets, published, published_split, published_in_ranks,
+                                   labels)
             ens_md, written = _write_task_table(ens_table, task, models, out_dir, f"{task}_seed_ensembles", False,
                                                 references, groups)
             parts.append(f"### Seed ensembles ({task}): {ENSEMBLE_NOTE}\n\n" + ens_md)

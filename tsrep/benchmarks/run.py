@@ -61,14 +61,25 @@ class Cell:
     cache_dir: str | None = None
     device: str = "auto"
     config: str = ""
+    # The registered model that builds the estimator of a variant's cell (`model` is then the variant's name,
+    # under which the cell is stored and reported); None for a model's own cell.
+    base: str | None = None
+
+    @property
+    def estimator_model(self) -> str:
+        """The registered model build_model makes this cell's estimator of."""
+        return self.base or self.model
 
     def spec(self) -> dict:
         """What determines the result (the device does not: a CPU and a GPU run are the same cell)."""
-        return {
+        spec = {
             "dataset": self.dataset, "model": self.model, "seed": self.seed, "task": self.task,
             "params": self.params, "grid": self.grid, "validation_fraction": self.validation_fraction,
             "refit": self.refit,
         }
+        if self.base is not None:  # only in a variant's spec: a model's cells keep the keys they were stored by
+            spec["base"] = self.base
+        return spec
 
     @property
     def key(self) -> str:
@@ -86,6 +97,7 @@ def make_cells(cfg: BenchmarkConfig, device: str = "auto") -> list[Cell]:
                     params=cfg.params_for(model, dataset), grid=cfg.grid_for(model),
                     validation_fraction=cfg.validation_fraction, refit=cfg.refit,
                     offline=cfg.offline, cache_dir=cfg.cache_dir, device=device, config=cfg.name,
+                    base=cfg.variants[model].model if model in cfg.variants else None,
                 ))
     return cells
 
@@ -217,12 +229,12 @@ def run_cell(cell: Cell, progress: bool = False) -> dict:
         X_test, y_test = load_archive(cell.dataset, "test", cache_dir=cell.cache_dir, offline=cell.offline)
         points = grid_points(cell.grid)
         # aeon's estimators take no callbacks (and fit in seconds); tsrep's all do.
-        follow = progress and not cell.model.lower().startswith(AEON_PREFIX)
+        follow = progress and not cell.estimator_model.lower().startswith(AEON_PREFIX)
 
         def build(point, step: str = ""):
             label = f"{cell.dataset} / {cell.model} / seed {cell.seed}{step}"
             extra = {"callbacks": CellProgress(label)} if follow else {}
-            return build_model(cell.model, cell.task, seed=cell.seed, device=cell.device,
+            return build_model(cell.estimator_model, cell.task, seed=cell.seed, device=cell.device,
                                **{**cell.params, **point, **extra})
 
         chosen, val_score = points[0], None
