@@ -60,6 +60,9 @@ def test_dev47_config_is_the_panel_and_the_offpanel_with_their_groups():
     assert not dev47.params and not dev47.model_params and not dev47.grid  # the defaults, as on the panel
     assert dev47.published == dev.published and dev47.published_split == "fold0" and not dev47.published_in_ranks
     assert dev47.offline is True
+    # A candidate default as a variant that runs only when named (--models): the default's cells stay as they are.
+    assert dev47.variants["ea-dc-t-inception"].params == {"stem_kind": "inception", "stem_skip": True}
+    assert dev47.base_model("ea-dc-t-inception") == "ea-dc-transformer"
     assert list(dev47.groups) == ["panel", "off-panel", "off-panel equal-length"]
     assert dev47.groups["panel"] == dev.datasets and dev47.groups["off-panel"] == offpanel.datasets
     equal = dev47.groups["off-panel equal-length"]
