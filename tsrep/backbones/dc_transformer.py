@@ -18,11 +18,11 @@ import torch
 from torch import nn
 
 from tsrep.backbones.config import DCTransformerConfig, split_width
-from tsrep.nn import CausalDilatedConv1d, SequenceNorm
+from tsrep.nn import CausalDilatedConv1d, SequenceNorm, SequencePooling
 from tsrep.nn._checks import is_integer
 from tsrep.nn.attention_kinds import attention_kind
 from tsrep.nn.checkpointing import checkpointed
-from tsrep.nn.conv_stem import STEM_KINDS, make_stem
+from tsrep.nn.conv_stem import check_stem_kind, make_stem
 from tsrep.nn.patching import Patching, front_end, n_tokens
 from tsrep.nn.dropout import Dropout
 
@@ -156,8 +156,7 @@ class DCTransformerEncoder(nn.Module):
             raise TypeError(f"pass the hyperparameters in config or by keyword, not both (got {sorted(hyperparameters)})")
         if conv_stem is not None and (not is_integer(conv_stem) or conv_stem < 1):
             raise ValueError(f"conv_stem must be None or a positive integer (the stem's channels), got {conv_stem!r}")
-        if stem_kind not in STEM_KINDS:
-            raise ValueError(f"stem_kind must be one of {sorted(STEM_KINDS)}, got {stem_kind!r}")
+        check_stem_kind(stem_kind)  # also without a stem: a misspelt kind is an error, not silence
         if checkpointing not in (True, False):
             raise ValueError(f"checkpointing must be a bool, got {checkpointing!r}")
         floating = isinstance(autocast_dtype, torch.dtype) and autocast_dtype.is_floating_point
@@ -206,11 +205,8 @@ class DCTransformerEncoder(nn.Module):
         if self.stem is not None:
             x = self.stem(x, valid)  # (B, T, conv_stem), zero at padded steps
             if stem_mean:
-                if valid is None:
-                    features_mean = x.mean(1)  # (B, conv_stem)
-                else:
-                    weights = valid.unsqueeze(-1).to(x.dtype)
-                    features_mean = (x * weights).sum(1) / weights.sum(1).clamp_min(1)
+                # (B, conv_stem): the pooling's masked mean; a batch of equal lengths has no mask
+                features_mean = x.mean(1) if valid is None else SequencePooling("mean")(x, valid)
         if self.patching is not None:
             x, valid = self.patching(x, valid)  # (B, N, C * P or C), (B, N)
         t = x.shape[1]

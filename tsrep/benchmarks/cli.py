@@ -84,6 +84,7 @@ def _override(raw: dict, args) -> dict:
         raw["collections"] = [d for d in args.datasets if d.lower() in COLLECTIONS]
         raw["datasets"] = [d for d in args.datasets if d.lower() not in COLLECTIONS]
     if args.models:
+        # Here, not at the top: the config module imports the models (torch), which --help does not wait for.
         from tsrep.benchmarks.config import model_resolver
 
         # The config's variants are named like models (parse_config checks the section itself).

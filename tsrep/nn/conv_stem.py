@@ -113,8 +113,13 @@ def _same_padding(kernel_size: int) -> tuple[int, int]:
 STEM_KINDS = {"conv": ConvStem, "inception": InceptionStem}
 
 
-def make_stem(kind: str, in_channels: int, channels: int) -> nn.Module:
-    """The stem of this kind (a name of STEM_KINDS) with `channels` output features."""
+def check_stem_kind(kind) -> None:
+    """ValueError naming stem_kind unless `kind` is a name of STEM_KINDS."""
     if kind not in STEM_KINDS:
         raise ValueError(f"stem_kind must be one of {sorted(STEM_KINDS)}, got {kind!r}")
+
+
+def make_stem(kind: str, in_channels: int, channels: int) -> nn.Module:
+    """The stem of this kind (a name of STEM_KINDS) with `channels` output features."""
+    check_stem_kind(kind)
     return STEM_KINDS[kind](in_channels, channels)
