@@ -132,6 +132,7 @@ NETWORK_SPECIFIC = {
     "d_model", "n_blocks", "n_heads", "kernel_size", "dim_feedforward", "pooling", "norm",  # other networks
     "augmentation", "checkpoint_dir", "warm_start",  # the EA-DC-Transformer's stem, pretraining, token front end
     "n_estimators",  # the EA-DC-Transformer's entry also states the measured ensemble gains and max_tokens
+    "precise_bn",  # on for the EA-DC-Transformer (measured), off for the baselines (trained as their papers did)
 }
 SHARED_ENTRY_PAIRS = [
     ("tsrep.EADCTransformerClassifier", "tsrep.EADCTransformerRegressor",

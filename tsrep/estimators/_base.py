@@ -51,6 +51,7 @@ from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predi
 from tsrep.training.callbacks import check_callbacks
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
 from tsrep.training.loop import cpu_state_dict, stratified_split
+from tsrep.training.precise_bn import recompute_batchnorm_statistics
 from tsrep.training.resume import PRETRAIN_STATE_FILE, TrainCheckpoint, stored_seed
 
 AEON_TAGS = {
@@ -279,6 +280,12 @@ class DeepSeriesEstimator:
                 model, train_data, val_data, loss_fn, score_fn, config, device, generator,
                 callbacks=self.callbacks, checkpoint=checkpoint, fit_info=fit_info,
             )
+            if self.precise_bn:
+                # All of TRAIN (a validation part too: no labels are used), batches drawn by a generator of this
+                # fit's seed, so that a refit or a resumed fit gives the same statistics.
+                recompute_batchnorm_statistics(
+                    model, data, self.batch_size, device, torch.Generator().manual_seed(seed)
+                )
         self._set_fitted_network(model, n_outputs)
         return self
 

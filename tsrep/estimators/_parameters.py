@@ -186,6 +186,15 @@ TRAINING = {
         type_name='"auto", None, str or sequence of str',
     ),
     "grad_clip": _TRAIN["grad_clip"],
+    "precise_bn": Declared(
+        True, ["boolean"],
+        "After training, recompute the BatchNorm layers' running statistics as equal-weight averages over "
+        "shuffled batches of the unaugmented training set (PreciseBN: Wu and Johnson, \"Rethinking 'Batch' in "
+        "BatchNorm\", 2021; tsrep.training.precise_bn), instead of keeping the running averages of the last "
+        "augmented, mixed training batches, which make a small training set's predictions change from one epoch "
+        "to the next. One more forward pass over TRAIN. No effect on a network without BatchNorm "
+        "(``norm=\"layer\"``, no stem). " + _MEASURED,
+    ),
     "n_estimators": Declared(
         1, [positive_int()],
         "Seed ensemble: members identical but for their seed (drawn from random_state) and, for the "

@@ -48,7 +48,20 @@ def baseline_encoder(backbone, in_channels, max_len, d_model, n_blocks, n_heads,
                  dim_feedforward=dim_feedforward, dropout=dropout, norm=norm)
 
 
-@keyword_parameters(BACKBONE, PREPROCESSING, TRAINING, LONG_RUNS)
+#: The baselines train as their papers did: BatchNorm keeps the running averages of training unless asked.
+BASELINE_TRAINING = {
+    **TRAINING,
+    "precise_bn": TRAINING["precise_bn"]._replace(
+        default=False,
+        doc="After training, recompute the BatchNorm layers' running statistics as equal-weight averages over "
+            "shuffled batches of the unaugmented training set (PreciseBN: Wu and Johnson, \"Rethinking 'Batch' in "
+            "BatchNorm\", 2021; tsrep.training.precise_bn). Off by default so that a baseline trains as its paper "
+            "did (the running averages of the last training batches); the EA-DC-Transformer estimators have it on.",
+    ),
+}
+
+
+@keyword_parameters(BACKBONE, PREPROCESSING, BASELINE_TRAINING, LONG_RUNS)
 class _BackboneMixin(DeepSeriesEstimator):
     """The parameters, checks and encoders the baseline classifier and regressor share.
 

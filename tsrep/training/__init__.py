@@ -9,6 +9,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     **dict.fromkeys(["History", "SeriesBatchData", "count_parameters", "predict_outputs", "train_supervised"],
                     "tsrep.training.loop"),
     "TrainConfig": "tsrep.training.config",
+    "recompute_batchnorm_statistics": "tsrep.training.precise_bn",
     **dict.fromkeys(["DeaconOptimizer", "OptimizerWithDeacon", "with_deacon"], "tsrep.training.deacon"),
     **dict.fromkeys(["build_optimizer", "resolve_optimizer"], "tsrep.training.optim"),
     **dict.fromkeys(["evaluate", "fit_classifier", "predict_logits"], "tsrep.training.tensor_fit"),
@@ -34,6 +35,7 @@ __all__ = [
     "build_optimizer",
     "count_parameters",
     "predict_outputs",
+    "recompute_batchnorm_statistics",
     "resolve_optimizer",
     "train_supervised",
 ]
