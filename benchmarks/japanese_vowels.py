@@ -89,7 +89,7 @@ def run_ours(args, seed, X_train, y_train, X_test, y_test):
         dropout=0.1,
         lr=1e-3,
         # The paper's protocol: per-step tokens, RAdam at a constant lr, plain cross-entropy (no label smoothing
-        # or mixup), no weight decay or augmentation, a fixed epoch budget with early stopping on a split of TRAIN
+        # or mixup), no weight decay, augmentation or recomputed BatchNorm statistics, a fixed epoch budget with early stopping on a split of TRAIN
         # (not the package's default recipe).
         optimizer="radam",
         lr_schedule="none",
@@ -97,6 +97,7 @@ def run_ours(args, seed, X_train, y_train, X_test, y_test):
         mixup=0.0,
         weight_decay=0.0,
         augmentation=None,
+        precise_bn=False,
         min_steps=0,
         patch_len=None,
         max_epochs=args.max_epochs,
