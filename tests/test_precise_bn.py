@@ -38,13 +38,15 @@ def _data(n=11, t=9, c=3, seed=0):
 
 def _reference(model, data, batch_size, seed):
     """Step by step: the batches of a generator of `seed`, each batch's mean and unbiased variance over its
-    valid steps (bn1) or all its rows (bn2, after bn1 normalised with that batch's own statistics), averaged."""
+    valid steps (bn1) or all its rows (bn2, after bn1 normalised with that batch's own statistics), averaged
+    with the batch's number of cases as its weight."""
     order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
-    stats = {"bn1": [], "bn2": []}
+    stats, weights = {"bn1": [], "bn2": []}, []
     for start in range(0, len(data), batch_size):
         index = order[start:start + batch_size]
         if len(index) < 2:
             continue
+        weights.append(float(len(index)))
         t = int(data.valid[index].sum(1).max())
         x, valid = data.values[index, :t], data.valid[index, :t]
         h = model.lin1(x)
@@ -55,12 +57,12 @@ def _reference(model, data, batch_size, seed):
         normed[valid] = (rows - mean) / torch.sqrt(var + model.bn1.eps) * model.bn1.weight + model.bn1.bias
         h2 = model.lin2(normed).reshape(-1, h.shape[-1])
         stats["bn2"].append((h2.mean(0), h2.var(0, unbiased=True)))
-    return {
-        k: (torch.stack([m for m, _ in v]).mean(0), torch.stack([s for _, s in v]).mean(0)) for k, v in stats.items()
-    }
+    w = torch.tensor(weights)[:, None] / sum(weights)
+    return {k: ((torch.stack([m for m, _ in v]) * w).sum(0), (torch.stack([s for _, s in v]) * w).sum(0))
+            for k, v in stats.items()}
 
 
-def test_statistics_are_the_mean_over_shuffled_unaugmented_batches_without_dropout_or_padding():
+def test_statistics_are_the_case_weighted_mean_over_shuffled_unaugmented_batches_without_dropout_or_padding():
     torch.manual_seed(0)
     model = TwoNorms()
     with torch.no_grad():
@@ -137,17 +139,21 @@ def test_the_estimator_recomputes_after_training_and_the_statistics_are_those_of
 
 def test_refit_and_save_load_give_the_same_recomputed_model(tmp_path):
     X, y = _series(seed=1)
-    a = EADCTransformerRegressor(**SMALL).fit(X, y == "b")
-    b = EADCTransformerRegressor(**SMALL).fit(X, y == "b")
+    a = EADCTransformerRegressor(precise_bn=True, **SMALL).fit(X, y == "b")
+    b = EADCTransformerRegressor(precise_bn=True, **SMALL).fit(X, y == "b")
+    off = EADCTransformerRegressor(precise_bn=False, **SMALL).fit(X, y == "b")
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert not np.allclose(a.predict(X), off.predict(X))
     loaded = EADCTransformerRegressor.load(a.save(tmp_path / "m.safetensors"))
-    assert loaded.precise_bn is True
+    assert loaded.precise_bn is True and loaded.precise_bn_ is True
     np.testing.assert_array_equal(loaded.predict(X), a.predict(X))
 
 
-def test_defaults_and_a_bad_value_named():
-    assert EADCTransformerClassifier().precise_bn is True
-    assert BackboneClassifier().precise_bn is False  # baselines train as their papers did
+def test_auto_is_on_for_a_classifier_off_for_a_regressor_and_a_bad_value_is_named():
     X, y = _series()
+    assert EADCTransformerClassifier().precise_bn == "auto" and EADCTransformerRegressor().precise_bn == "auto"
+    assert EADCTransformerClassifier(**SMALL).fit(X, y).precise_bn_ is True
+    assert EADCTransformerRegressor(**SMALL).fit(X, y == "b").precise_bn_ is False
+    assert BackboneClassifier().precise_bn is False  # baselines train as their papers did
     with pytest.raises(ValueError, match="precise_bn"):
         EADCTransformerClassifier(precise_bn="yes", **SMALL).fit(X, y)

@@ -45,7 +45,9 @@ from tsrep.estimators._checks import (
 from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, check_declared, constraints_of
 from tsrep.estimators._ensemble import clone_member, fit_members
 from tsrep.estimators._saving import load_estimator, save_estimator
-from tsrep.estimators._tasks import resolve_min_steps, resolve_mixup, resolve_patience, resolve_validation_fraction
+from tsrep.estimators._tasks import (
+    resolve_min_steps, resolve_mixup, resolve_patience, resolve_precise_bn, resolve_validation_fraction,
+)
 from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.callbacks import check_callbacks
@@ -280,7 +282,7 @@ class DeepSeriesEstimator:
                 model, train_data, val_data, loss_fn, score_fn, config, device, generator,
                 callbacks=self.callbacks, checkpoint=checkpoint, fit_info=fit_info,
             )
-            if self.precise_bn:
+            if self.precise_bn_:
                 # All of TRAIN (a validation part too: no labels are used), batches drawn by a generator of this
                 # fit's seed, so that a refit or a resumed fit gives the same statistics.
                 recompute_batchnorm_statistics(
@@ -304,6 +306,7 @@ class DeepSeriesEstimator:
         self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data), self._task)
         self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
         self.mixup_ = resolve_mixup(self.mixup, self._task)
+        self.precise_bn_ = resolve_precise_bn(self.precise_bn, self._task)
         self.patience_ = resolve_patience(self.patience, self.lr_schedule, self._task)
         self.augmentation_ = resolve_augmentation(
             self.augmentation, len(data), int(data.valid.sum(1).min()), self.conv_stem_

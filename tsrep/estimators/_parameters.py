@@ -187,13 +187,15 @@ TRAINING = {
     ),
     "grad_clip": _TRAIN["grad_clip"],
     "precise_bn": Declared(
-        True, ["boolean"],
-        "After training, recompute the BatchNorm layers' running statistics as equal-weight averages over "
-        "shuffled batches of the unaugmented training set (PreciseBN: Wu and Johnson, \"Rethinking 'Batch' in "
-        "BatchNorm\", 2021; tsrep.training.precise_bn), instead of keeping the running averages of the last "
-        "augmented, mixed training batches, which make a small training set's predictions change from one epoch "
-        "to the next. One more forward pass over TRAIN. No effect on a network without BatchNorm "
-        "(``norm=\"layer\"``, no stem). " + _MEASURED,
+        "auto", [StrOptions({"auto"}), "boolean"],
+        "After training, recompute the BatchNorm layers' running statistics over shuffled batches of the "
+        "unaugmented training set, each batch weighted by its cases (PreciseBN: Wu and Johnson, \"Rethinking "
+        "'Batch' in BatchNorm\", 2021; tsrep.training.precise_bn), instead of keeping the running averages of the "
+        "last training batches, which mixup and augmentation shift and which make a small training set's "
+        "predictions change from one epoch to the next. One more forward pass over TRAIN; no effect on a network "
+        f'without BatchNorm. "auto": on for a classifier, off for a regressor {_MEASURED}. The value used is '
+        "``precise_bn_``.",
+        type_name='"auto" or bool',
     ),
     "n_estimators": Declared(
         1, [positive_int()],
@@ -423,6 +425,8 @@ FITTED_ATTRIBUTES = {
             The label smoothing of the loss (label_smoothing="auto" resolved).
         mixup_ : float
             The mixup alpha of training (mixup="auto" resolved; 0: none).
+        precise_bn_ : bool
+            Whether BatchNorm's running statistics were recomputed after training (precise_bn="auto" resolved).
         patch_len_ : int or None
             The steps of a token (patch_len="auto" resolved; None: one token per step).
         patch_stride_ : int or None

@@ -79,6 +79,14 @@ def resolve_mixup(value, task: str) -> float:
     return float(value)
 
 
+def resolve_precise_bn(value, task: str) -> bool:
+    """Whether BatchNorm's statistics are recomputed after training: `value` itself, or for "auto" a classifier
+    yes (mixup shifts its training statistics) and a regressor no."""
+    if value == "auto":
+        return task == "classification"
+    return bool(value)
+
+
 def mean_of(values: list[np.ndarray]) -> np.ndarray:
     """The ensemble's answer: the mean of its members' probabilities or predictions."""
     return np.mean(np.stack(values), axis=0)

@@ -53,10 +53,11 @@ BASELINE_TRAINING = {
     **TRAINING,
     "precise_bn": TRAINING["precise_bn"]._replace(
         default=False,
-        doc="After training, recompute the BatchNorm layers' running statistics as equal-weight averages over "
-            "shuffled batches of the unaugmented training set (PreciseBN: Wu and Johnson, \"Rethinking 'Batch' in "
-            "BatchNorm\", 2021; tsrep.training.precise_bn). Off by default so that a baseline trains as its paper "
-            "did (the running averages of the last training batches); the EA-DC-Transformer estimators have it on.",
+        doc="After training, recompute the BatchNorm layers' running statistics over shuffled batches of the "
+            "unaugmented training set, each batch weighted by its cases (PreciseBN: Wu and Johnson, \"Rethinking "
+            "'Batch' in BatchNorm\", 2021; tsrep.training.precise_bn). Off by default so that a baseline trains as "
+            'its paper did (the running averages of the last training batches); "auto": on for a classifier, off '
+            "for a regressor, as in the EA-DC-Transformer estimators. The value used is ``precise_bn_``.",
     ),
 }
 
@@ -122,7 +123,7 @@ class BackboneClassifier(_BackboneMixin, SeriesClassifierMixin, BaseClassifier):
     Attributes
     ----------
     {attributes: classes_ n_classes_ module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_
-    min_steps_ patience_ augmentation_ label_smoothing_ mixup_ estimators_}
+    min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ estimators_}
 
     See Also
     --------
@@ -143,7 +144,7 @@ class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
     Attributes
     ----------
     {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ min_steps_ patience_ mixup_
-    augmentation_ y_mean_ y_std_ estimators_}
+    precise_bn_ augmentation_ y_mean_ y_std_ estimators_}
 
     See Also
     --------

@@ -5,9 +5,11 @@ last few batches, and those batches were augmented and mixed (window warping, mi
 unaugmented series with those averages: when few batches make an epoch, the averages follow the last handful of
 augmented batches and the prediction of a fitted network can change from one epoch to the next while its weights
 hardly move (a 62-case problem: training accuracy 1.00 at one epoch, 0.84 at the next, with a learning rate of
-1e-6). Recomputing them once training is done, as equal-weight averages over batches of the unaugmented training
-set, removes both the augmentation's shift and the dependence on the last batches: PreciseBN (Wu and Johnson,
-"Rethinking 'Batch' in BatchNorm", arXiv:2105.07576, 2021).
+1e-6). Recomputing them once training is done, as averages over batches of the unaugmented training set, removes
+both the augmentation's shift and the dependence on the last batches: PreciseBN (Wu and Johnson, "Rethinking
+'Batch' in BatchNorm", arXiv:2105.07576, 2021). Batches keep the training batch size, since a BatchNorm network
+normalises by the statistics of batches of that size; each weighs by its cases, so that a last batch of 3 cases
+after one of 64 does not count as much as it.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ def recompute_batchnorm_statistics(
     """Replace the running statistics of `model`'s BatchNorm layers by their average over batches of `data`.
 
     Every layer that trains in training mode (a frozen module that stays in eval mode keeps its statistics)
-    restarts its running statistics and takes the equal-weight mean of the batch means and variances (momentum
-    None) over one pass of shuffled batches of `batch_size` cases (shuffled by `generator`, so that a training
-    file sorted by class gives batches like those of training), with every other layer in eval mode (no
-    dropout) and no gradient. Padded steps are left out of the statistics (tsrep.nn.MaskedBatchNorm1d).
+    restarts its running statistics and takes the mean of the batch means and variances, each batch weighted by
+    its number of cases, over one pass of shuffled batches of `batch_size` cases (shuffled by `generator`, so that
+    a training file sorted by class gives batches like those of training), with every other layer in eval mode
+    (no dropout) and no gradient. Padded steps are left out of the statistics (tsrep.nn.MaskedBatchNorm1d).
     `model` is left in eval mode. Returns the number of layers recomputed (0: nothing to do).
     """
     model.train()  # to find the layers that train: a frozen module's train() keeps it in eval mode
@@ -40,10 +42,15 @@ def recompute_batchnorm_statistics(
     try:
         for layer in layers:
             layer.reset_running_stats()
-            layer.momentum = None  # cumulative average: every batch weighs the same
             layer.train()
+        cases = 0
         with torch.no_grad():
             for index in shuffled_batches(len(data), batch_size, generator):
+                # running += (batch - running) * n_batch / cases so far: the mean over cases of their batch's
+                # statistics, so that a short last batch (3 cases after 64) weighs what its cases weigh.
+                cases += len(index)
+                for layer in layers:
+                    layer.momentum = len(index) / cases
                 values, mask, _ = data.batch(index, device)
                 model(values, mask)
     finally:
