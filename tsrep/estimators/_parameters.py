@@ -193,8 +193,8 @@ TRAINING = {
         "'Batch' in BatchNorm\", 2021; tsrep.training.precise_bn), instead of keeping the running averages of the "
         "last training batches, which mixup and augmentation shift and which make a small training set's "
         "predictions change from one epoch to the next. One more forward pass over TRAIN; no effect on a network "
-        f'without BatchNorm. "auto": on for a classifier, off for a regressor {_MEASURED}. The value used is '
-        "``precise_bn_``.",
+        f'without BatchNorm. "auto": off for now {_MEASURED}; True mends a small set whose fit ends on bad '
+        "averages. The value used is ``precise_bn_``.",
         type_name='"auto" or bool',
     ),
     "n_estimators": Declared(

@@ -56,8 +56,8 @@ BASELINE_TRAINING = {
         doc="After training, recompute the BatchNorm layers' running statistics over shuffled batches of the "
             "unaugmented training set, each batch weighted by its cases (PreciseBN: Wu and Johnson, \"Rethinking "
             "'Batch' in BatchNorm\", 2021; tsrep.training.precise_bn). Off by default so that a baseline trains as "
-            'its paper did (the running averages of the last training batches); "auto": on for a classifier, off '
-            "for a regressor, as in the EA-DC-Transformer estimators. The value used is ``precise_bn_``.",
+            'its paper did (the running averages of the last training batches); "auto": off, as in the '
+            "EA-DC-Transformer estimators. The value used is ``precise_bn_``.",
     ),
 }
 
