@@ -157,3 +157,13 @@ def test_auto_is_off_for_both_tasks_and_a_bad_value_is_named():
     assert BackboneClassifier().precise_bn is False  # baselines train as their papers did
     with pytest.raises(ValueError, match="precise_bn"):
         EADCTransformerClassifier(precise_bn="yes", **SMALL).fit(X, y)
+
+
+def test_empty_data_and_a_bad_batch_size_are_named():
+    model = TwoNorms()
+    empty = SeriesBatchData(torch.empty(0, 5, 3), torch.empty(0, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="at least one case"):
+        recompute_batchnorm_statistics(model, empty, 4, "cpu", torch.Generator())
+    for bad in (0, 1, 2.5, True):
+        with pytest.raises(ValueError, match="batch_size"):
+            recompute_batchnorm_statistics(model, _data(), bad, "cpu", torch.Generator())

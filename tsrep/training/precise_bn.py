@@ -32,6 +32,10 @@ def recompute_batchnorm_statistics(
     (no dropout) and no gradient. Padded steps are left out of the statistics (tsrep.nn.MaskedBatchNorm1d).
     `model` is left in eval mode. Returns the number of layers recomputed (0: nothing to do).
     """
+    if len(data) < 1:
+        raise ValueError("recompute_batchnorm_statistics needs at least one case in data, got none")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 2:
+        raise ValueError(f"batch_size must be an integer >= 2 (BatchNorm needs two cases a batch), got {batch_size!r}")
     model.train()  # to find the layers that train: a frozen module's train() keeps it in eval mode
     layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
               and m.training and m.track_running_stats]
