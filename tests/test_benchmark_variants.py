@@ -15,12 +15,11 @@ import tsrep.benchmarks.registry as registry
 import tsrep.benchmarks.run as run_mod
 from tsrep.benchmarks import ConfigError, parse_config, run_benchmark, write_report
 from tsrep.benchmarks.cli import main as cli_main
+from tsrep.benchmarks.registry import estimator_fingerprint
 from tsrep.benchmarks.store import cell_key
 
 TINY = {"d_model": 8, "n_blocks": 1, "n_heads": 2, "p": 0.5, "max_epochs": 2, "min_steps": 0, "batch_size": 16}
 WIDE = {"model": "gru", "params": {"d_model": 16}, "label": "GRU wide"}
-#: The key of config()'s GRU cell of seed 0 as the benchmark stored it before variants existed.
-PLAIN_KEY = "c0623e6c933795ce08b8"
 
 
 def config(**over):
@@ -147,22 +146,21 @@ def test_a_variants_parameters_shared_then_dataset_then_its_own_then_model_param
     assert wide.params == cfg.params_for("eadc-wide", "BasicMotions") and wide.grid == cfg.grid_for("eadc-wide")
 
 
-def old_spec(cell) -> dict:
-    """A cell's spec as it was before variants existed: the keys every stored cell of a model was written by."""
+def plain_spec(cell) -> dict:
+    """A model's own cell's spec: what it was before variants existed, and the estimator's fingerprint."""
     return {"dataset": cell.dataset, "model": cell.model, "seed": cell.seed, "task": cell.task, "params": cell.params,
-            "grid": cell.grid, "validation_fraction": cell.validation_fraction, "refit": cell.refit}
+            "grid": cell.grid, "validation_fraction": cell.validation_fraction, "refit": cell.refit,
+            "estimator": estimator_fingerprint(cell.model, cell.task, cell.params)}
 
 
 def test_a_models_cells_keep_their_keys_and_a_variants_cells_have_their_own():
     without = run_mod.make_cells(parse_config(config(models=["gru"], variants={}, seeds=[0, 1])))
     cells = run_mod.make_cells(parse_config(config(seeds=[0, 1])))
     gru = [c for c in cells if c.model == "gru"]
-    # A model's cells are the cells they were before variants existed (stored results stay valid), with or
-    # without variants in the config.
+    # A model's cells are the same cells with or without variants in the config (stored results stay valid).
     assert [c.key for c in gru] == [c.key for c in without]
     for cell in gru:
-        assert cell.base is None and cell.spec() == old_spec(cell) and cell.key == cell_key(old_spec(cell))
-    assert gru[0].key == PLAIN_KEY
+        assert cell.base is None and cell.spec() == plain_spec(cell) and cell.key == cell_key(plain_spec(cell))
     wide = [c for c in cells if c.model == "gru-wide"]
     assert [c.spec()["base"] for c in wide] == ["gru", "gru"]
     assert len({c.key for c in cells}) == len(cells) == 4
@@ -179,14 +177,15 @@ def test_a_models_cells_keep_their_keys_and_a_variants_cells_have_their_own():
 
 @pytest.fixture
 def built(monkeypatch):
-    """[(registered model, parameters, estimator)] of every estimator the cells build (run_cell imports
-    build_model from the registry at call time)."""
+    """[(registered model, parameters, estimator)] of every estimator the cells build to fit (run_cell imports
+    build_model from the registry at call time; the cells' keys build one without a seed, not recorded)."""
     made = []
     real = registry.build_model
 
     def spying_build_model(name, task, seed=None, device=None, **params):
         estimator = real(name, task, seed=seed, device=device, **params)
-        made.append((name, params, estimator))
+        if seed is not None:
+            made.append((name, params, estimator))
         return estimator
 
     monkeypatch.setattr(registry, "build_model", spying_build_model)

@@ -24,7 +24,9 @@ ROCKET features), the part that is learnt; the random kernels and their bias qua
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,6 +141,56 @@ def build_model(name: str, task: str, seed: int | None = None, device: str | Non
     if seed is not None:
         params = {**params, "random_state": seed}
     return AeonModel(cls(**params))
+
+
+#: Modules whose source holds the "auto" rules of tsrep's estimators (what a default resolves to on a given
+#: problem: token budget, stem, augmentation, validation split, steps, mixup, ...). Their digest is part of a
+#: benchmark cell's key, so that cells fitted under an earlier rule are run again rather than reused.
+RULE_MODULES = ("tsrep.estimators._tasks", "tsrep.nn.patching", "tsrep.nn.augmentation")
+
+#: Constructor parameters that do not change what a fit computes: the seed (a cell's own field), where the fit
+#: runs (a CPU and a GPU run are one cell), what it prints or saves on the way, and how many processes share it.
+NOT_RESULT_PARAMS = frozenset({"random_state", "device", "verbose", "callbacks", "n_jobs", "checkpoint_dir"})
+
+
+def estimator_fingerprint(name: str, task: str, params: dict) -> dict:
+    """What a cell's estimator is beyond the config's own parameters: every constructor parameter with its
+    default (``get_params``), the version of the package that implements it and, for tsrep's models, a digest
+    of the modules holding the "auto" rules (RULE_MODULES). A benchmark cell's key includes it, so a stored
+    cell is reused only by an estimator that would compute it the same way: a changed default, rule or
+    package version runs the cell again."""
+    estimator = build_model(name, task, **params)  # no seed: a cell's seed is a field of its own
+    if isinstance(estimator, AeonModel):
+        import aeon
+
+        estimator, versions = estimator.estimator, {"aeon": aeon.__version__}
+    else:
+        import tsrep
+
+        digest = hashlib.sha1()
+        for module in RULE_MODULES:
+            digest.update(inspect.getsource(importlib.import_module(module)).encode())
+        versions = {"tsrep": tsrep.__version__, "rules": digest.hexdigest()[:12]}
+    values = {k: _plain_param(v) for k, v in estimator.get_params(deep=False).items() if k not in NOT_RESULT_PARAMS}
+    return {"params": values, **versions}
+
+
+def _plain_param(value):
+    """A parameter's value as JSON can hold it, stable from one process to the next (no object addresses)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, type) or inspect.isroutine(value):  # a class or function given as a parameter
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, (list, tuple)):
+        return [_plain_param(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain_param(v) for k, v in value.items()}
+    if hasattr(value, "get_params"):  # an estimator given as a parameter: its class and its own parameters
+        return {"class": f"{type(value).__module__}.{type(value).__qualname__}",
+                "params": {k: _plain_param(v) for k, v in value.get_params(deep=False).items()}}
+    return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
 class AeonModel:

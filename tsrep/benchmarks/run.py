@@ -29,6 +29,7 @@ forwards its lines to the clients (distributed's ``print``), and writes them in 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -64,6 +65,9 @@ class Cell:
     # The registered model that builds the estimator of a variant's cell (`model` is then the variant's name,
     # under which the cell is stored and reported); None for a model's own cell.
     base: str | None = None
+    # What the estimator is beyond `params` (tsrep.benchmarks.registry.estimator_fingerprint): its defaults, the
+    # package version and the digest of the "auto" rules; empty for a cell made without it.
+    estimator: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def estimator_model(self) -> str:
@@ -79,6 +83,8 @@ class Cell:
         }
         if self.base is not None:  # only in a variant's spec: a model's cells keep the keys they were stored by
             spec["base"] = self.base
+        if self.estimator:
+            spec["estimator"] = self.estimator
         return spec
 
     @property
@@ -87,17 +93,24 @@ class Cell:
 
 
 def make_cells(cfg: BenchmarkConfig, device: str = "auto") -> list[Cell]:
-    cells = []
+    from tsrep.benchmarks.registry import estimator_fingerprint
+
+    cells, fingerprints = [], {}
     for dataset in cfg.datasets:
         task = dataset_task(dataset)
         for model in cfg.models:
+            base = cfg.variants[model].model if model in cfg.variants else None
+            params = cfg.params_for(model, dataset)
+            built = (base or model, task, json.dumps(params, sort_keys=True, default=str))
+            if built not in fingerprints:
+                fingerprints[built] = estimator_fingerprint(base or model, task, params)
             for seed in cfg.seeds:
                 cells.append(Cell(
                     dataset=dataset, model=model, seed=seed, task=task,
-                    params=cfg.params_for(model, dataset), grid=cfg.grid_for(model),
+                    params=params, grid=cfg.grid_for(model),
                     validation_fraction=cfg.validation_fraction, refit=cfg.refit,
                     offline=cfg.offline, cache_dir=cfg.cache_dir, device=device, config=cfg.name,
-                    base=cfg.variants[model].model if model in cfg.variants else None,
+                    base=base, estimator=fingerprints[built],
                 ))
     return cells
 
@@ -484,6 +497,14 @@ def run_benchmark(
     cells = make_cells(cfg, device)
     done = store.done_keys()
     todo = [c for c in cells if c.key not in done]
+    again = superseded_cells(store, todo)
+    if again:
+        warnings.warn(
+            f"{len(again)} of the {len(todo)} cells to run are in the store {store.where} already, computed under "
+            "another specification (a changed default or 'auto' rule, another package version, or other "
+            "parameters in the config): they are fitted again, and the old rows are kept but not reported",
+            UserWarning, stacklevel=2,
+        )
     client, threads = _where_to_run(scheduler, bool(todo), jobs, threads, scheduler_timeout)
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=f"{cfg.name} cells", disable=not progress,
                unit="cell", dynamic_ncols=True)
@@ -494,6 +515,18 @@ def run_benchmark(
         if client is not None and client is not scheduler:
             client.close()
     return store, cells
+
+
+def superseded_cells(store: ResultStore, cells: list[Cell]) -> list[Cell]:
+    """The cells of `cells` whose (config, dataset, model, seed) the store holds a finished row of under another
+    key: a result of another specification (estimator defaults, "auto" rules, package version or parameters),
+    which is not reused."""
+    frame = store.frame()
+    if not len(frame):
+        return []
+    frame = frame[frame["status"] == "ok"]
+    stored = {(r.config, r.dataset, r.model, int(r.seed)): r.key for r in frame.itertuples()}
+    return [c for c in cells if stored.get((c.config, c.dataset, c.model, c.seed), c.key) != c.key]
 
 
 def _check_run_options(jobs, threads, device, scheduler) -> None:

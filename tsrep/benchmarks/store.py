@@ -7,8 +7,10 @@ on several machines share one store. Only the process that runs the benchmark (t
 cluster) writes to it; workers return their rows to it.
 
 A cell is (dataset, model, seed) under one specification (fixed parameters, grid, selection
-protocol, data source); its key is a hash of all of that, so a changed config never reuses a result
-computed under another one, and an unchanged config skips every cell already stored with status "ok".
+protocol, data source, and the estimator as it would be built: every default, the package version and,
+for tsrep's models, the "auto" rules; tsrep.benchmarks.registry.estimator_fingerprint); its key is a hash
+of all of that, so neither a changed config nor a changed default reuses a result computed under another
+one, and an unchanged config skips every cell already stored with status "ok".
 The key is the table's primary key: a cell is stored once, however often it runs. Cells that failed
 are stored with status "error" and the message, and are run again next time.
 
