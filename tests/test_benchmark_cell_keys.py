@@ -86,3 +86,19 @@ def test_a_changed_default_fits_the_cell_again_and_says_so(tmp_path, monkeypatch
         warnings.simplefilter("error", UserWarning)
         run_benchmark(cfg, tmp_path, threads=1, progress=False)
     assert fitted == []
+
+
+def test_report_only_names_cells_stored_under_another_specification(tmp_path, monkeypatch, capsys):
+    from tsrep.benchmarks.cli import main as cli_main
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(json.dumps({"name": "tiny", "datasets": ["BasicMotions"], "models": ["gru"], "seeds": [0],
+                                  "params": TINY, "data": {"offline": True}}))
+    out = tmp_path / "out"
+    args = ["--config", str(config), "--out", str(out), "--quiet", "--no-plots"]
+    assert cli_main(args) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(tsrep, "__version__", "99.0")  # the store was written by another release
+    assert cli_main(args + ["--report-only"]) == 1  # nothing of this release is stored
+    err = capsys.readouterr().err
+    assert "1 of the 1 cells are stored" in err and "not reported" in err

@@ -205,13 +205,20 @@ def _run_and_read_results(args, cfg, out: Path, cells: list):
     """Run the cells missing from the store (none with --report-only); returns ((the cells' stored rows as a
     DataFrame, their stored test outputs), None), or (None, exit status) when the store or the scheduler
     fails or the run is interrupted."""
-    from tsrep.benchmarks.run import SchedulerError, run_benchmark
+    from tsrep.benchmarks.run import SchedulerError, run_benchmark, superseded_cells
     from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, StoreError
 
     store = None
     try:
         store = ResultStore(cfg.store or out / DEFAULT_NAME)
-        if not args.report_only:
+        if args.report_only:
+            older = superseded_cells(store, cells)
+            if older:
+                print(f"note: {len(older)} of the {len(cells)} cells are stored in {store.where} under another "
+                      "specification only (a changed default or 'auto' rule, another package version, or other "
+                      "parameters): they are not reported; run without --report-only to fit them again",
+                      file=sys.stderr)
+        else:
             store, cells = run_benchmark(cfg, out, jobs=args.jobs or 1, device=args.device, threads=args.threads,
                                          progress=not args.quiet, store=store,
                                          scheduler_timeout=args.scheduler_timeout)
