@@ -497,14 +497,7 @@ def run_benchmark(
     cells = make_cells(cfg, device)
     done = store.done_keys()
     todo = [c for c in cells if c.key not in done]
-    again = superseded_cells(store, todo)
-    if again:
-        warnings.warn(
-            f"{len(again)} of the {len(todo)} cells to run are in the store {store.where} already, computed under "
-            "another specification (a changed default or 'auto' rule, another package version, or other "
-            "parameters in the config): they are fitted again, and the old rows are kept but not reported",
-            UserWarning, stacklevel=2,
-        )
+    _warn_superseded(store, todo)
     client, threads = _where_to_run(scheduler, bool(todo), jobs, threads, scheduler_timeout)
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=f"{cfg.name} cells", disable=not progress,
                unit="cell", dynamic_ncols=True)
@@ -515,6 +508,18 @@ def run_benchmark(
         if client is not None and client is not scheduler:
             client.close()
     return store, cells
+
+
+def _warn_superseded(store: ResultStore, todo: list[Cell]) -> None:
+    """A UserWarning when cells about to run are stored already under another specification (superseded_cells)."""
+    again = superseded_cells(store, todo)
+    if again:
+        warnings.warn(
+            f"{len(again)} of the {len(todo)} cells to run are in the store {store.where} already, computed under "
+            "another specification (a changed default or 'auto' rule, another package version, or other "
+            "parameters in the config): they are fitted again, and the old rows are kept but not reported",
+            UserWarning, stacklevel=3,
+        )
 
 
 def superseded_cells(store: ResultStore, cells: list[Cell]) -> list[Cell]:
