@@ -94,18 +94,24 @@ def postgres_url():
 
 def _running_trial_of_a_worker(url, name, pids, deadline):
     """(trial, pid) of a trial that one of the workers is training (it has reported an epoch)."""
-    while time.monotonic() < deadline:
-        try:
-            study = optuna.load_study(study_name=name, storage=url)
-        except KeyError:  # not created yet
-            time.sleep(0.3)
-            continue
-        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            worker = t.user_attrs.get("worker", "")
-            pid = int(worker.rsplit(":", 1)[1]) if ":" in worker else None
-            if pid in pids and t.params and t.intermediate_values:
-                return t, pid
-        time.sleep(0.2)
+    # One storage (one connection pool) for every poll: a storage per poll holds its connections until it is
+    # collected, and on a loaded machine the polls would use up the server's connections.
+    storage = optuna.storages.RDBStorage(url)
+    try:
+        while time.monotonic() < deadline:
+            try:
+                study = optuna.load_study(study_name=name, storage=storage)
+            except KeyError:  # not created yet
+                time.sleep(0.3)
+                continue
+            for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                worker = t.user_attrs.get("worker", "")
+                pid = int(worker.rsplit(":", 1)[1]) if ":" in worker else None
+                if pid in pids and t.params and t.intermediate_values:
+                    return t, pid
+            time.sleep(0.2)
+    finally:
+        storage.engine.dispose()
     raise AssertionError("no worker started a trial in time")
 
 
