@@ -80,12 +80,14 @@ def test_a_changed_default_fits_the_cell_again_and_says_so(tmp_path, monkeypatch
     assert [c.key for c in fitted] == [new.key]  # fitted again, not reused
     assert store.done_keys() == {old.key, new.key}  # the old row is kept ...
     assert list(store.frame([new.key])["key"]) == [new.key]  # ... and what is reported is the new one
-    # Run once more under the changed default: nothing to fit, nothing to warn about.
+    # Run once more under the changed default: nothing to fit, nothing to warn about, although the store holds
+    # the old row beside the new one.
     fitted.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         run_benchmark(cfg, tmp_path, threads=1, progress=False)
-    assert fitted == []
+    assert fitted == [] and run_mod.superseded_cells(store, [new]) == []
+    assert run_mod.superseded_cells(store, [old]) == []  # the old cell is itself stored: it is not superseded
 
 
 def test_report_only_names_cells_stored_under_another_specification(tmp_path, monkeypatch, capsys):

@@ -530,8 +530,9 @@ def superseded_cells(store: ResultStore, cells: list[Cell]) -> list[Cell]:
     if not len(frame):
         return []
     frame = frame[frame["status"] == "ok"]
-    stored = {(r.config, r.dataset, r.model, int(r.seed)): r.key for r in frame.itertuples()}
-    return [c for c in cells if stored.get((c.config, c.dataset, c.model, c.seed), c.key) != c.key]
+    done = set(frame["key"])
+    stored = {(r.config, r.dataset, r.model, int(r.seed)) for r in frame.itertuples()}
+    return [c for c in cells if c.key not in done and (c.config, c.dataset, c.model, c.seed) in stored]
 
 
 def _check_run_options(jobs, threads, device, scheduler) -> None:
