@@ -385,7 +385,8 @@ def _hand_report(tmp_path, folder, **kwargs):
         store.write({"key": f"{dataset}/{model}/{seed}", "config": "hand", "dataset": dataset, "model": model,
                      "seed": seed, "task": task, "metric": "rmse" if task == "regression" else "accuracy",
                      "status": "error" if value is None else "ok", "score": value, "n_params": 1000,
-                     "seconds": seconds})
+                     # a fixed time: two reports written a second apart must not differ by it
+                     "seconds": seconds, "finished_at": "2026-01-01 00:00:00"})
     return write_report(store.frame(), [EA, MR], HAND_DATASETS, tmp_path / folder, plots=False,
                         published=["MiniROCKET"], references={"GunPoint": 0.5}, **kwargs)
 
