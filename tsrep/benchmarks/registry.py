@@ -28,9 +28,11 @@ import hashlib
 import importlib
 import inspect
 from dataclasses import dataclass
+from importlib.metadata import version as installed_version
 
 import numpy as np
 
+import tsrep
 from tsrep import models as tsrep_models
 
 AEON_PREFIX = "aeon:"
@@ -161,12 +163,8 @@ def estimator_fingerprint(name: str, task: str, params: dict) -> dict:
     package version runs the cell again."""
     estimator = build_model(name, task, **params)  # no seed: a cell's seed is a field of its own
     if isinstance(estimator, AeonModel):
-        import aeon
-
-        estimator, versions = estimator.estimator, {"aeon": aeon.__version__}
+        estimator, versions = estimator.estimator, {"aeon": installed_version("aeon")}
     else:
-        import tsrep
-
         digest = hashlib.sha1()
         for module in RULE_MODULES:
             digest.update(inspect.getsource(importlib.import_module(module)).encode())

@@ -43,6 +43,7 @@ from typing import Callable
 import numpy as np
 
 from tsrep.benchmarks.config import BenchmarkConfig, grid_points
+from tsrep.benchmarks.registry import estimator_fingerprint
 from tsrep.benchmarks.store import DEFAULT_NAME, ResultStore, cell_key
 from tsrep.data.archive import dataset_task, load_archive
 from tsrep.exceptions import SchedulerError
@@ -93,8 +94,6 @@ class Cell:
 
 
 def make_cells(cfg: BenchmarkConfig, device: str = "auto") -> list[Cell]:
-    from tsrep.benchmarks.registry import estimator_fingerprint
-
     cells, fingerprints = [], {}
     for dataset in cfg.datasets:
         task = dataset_task(dataset)
