@@ -89,8 +89,8 @@ def run_ours(args, seed, X_train, y_train, X_test, y_test):
         dropout=0.1,
         lr=1e-3,
         # The paper's protocol: per-step tokens, RAdam at a constant lr, plain cross-entropy (no label smoothing
-        # or mixup), no weight decay, augmentation or recomputed BatchNorm statistics, a fixed epoch budget with early stopping on a split of TRAIN
-        # (not the package's default recipe).
+        # or mixup), no weight decay, augmentation or recomputed BatchNorm statistics, the network alone (no MiniRocket
+        # blended in), a fixed epoch budget with early stopping on a split of TRAIN (not the package's default recipe).
         optimizer="radam",
         lr_schedule="none",
         label_smoothing=0.0,
@@ -98,6 +98,7 @@ def run_ours(args, seed, X_train, y_train, X_test, y_test):
         weight_decay=0.0,
         augmentation=None,
         precise_bn=False,
+        blend_minirocket=False,
         min_steps=0,
         patch_len=None,
         max_epochs=args.max_epochs,

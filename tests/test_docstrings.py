@@ -132,7 +132,8 @@ NETWORK_SPECIFIC = {
     "d_model", "n_blocks", "n_heads", "kernel_size", "dim_feedforward", "pooling", "norm",  # other networks
     "augmentation", "checkpoint_dir", "warm_start",  # the EA-DC-Transformer's stem, pretraining, token front end
     "n_estimators",  # the EA-DC-Transformer's entry also states the measured ensemble gains and max_tokens
-    "precise_bn",  # on for the EA-DC-Transformer (measured), off for the baselines (trained as their papers did)
+    "precise_bn",  # "auto" with its measurements for the EA-DC-Transformer, off for the baselines (as their papers)
+    "blend_minirocket",  # on for the EA-DC-Transformer classifier (measured), off for the baselines (as their papers)
 }
 SHARED_ENTRY_PAIRS = [
     ("tsrep.EADCTransformerClassifier", "tsrep.EADCTransformerRegressor",

@@ -188,20 +188,21 @@ def test_uniform_sample_weights_change_nothing_and_weights_reach_the_loss():
 
 def test_ensemble_of_two_averages_its_members_exactly():
     X, y = _toy(20)
-    ens = EADCTransformerClassifier(**TINY, n_estimators=2).fit(X, y)
+    # The members' mean alone (the MiniRocket blended into it: tests/test_minirocket_blend.py).
+    ens = EADCTransformerClassifier(**TINY, n_estimators=2, blend_minirocket=False).fit(X, y)
     assert len(ens.estimators_) == 2
     probas = [m.predict_proba(X) for m in ens.estimators_]
     assert not np.allclose(probas[0], probas[1])  # members differ in seed
     np.testing.assert_array_equal(ens.predict_proba(X), (probas[0] + probas[1]) / 2)
     assert ens.n_parameters_ == sum(m.n_parameters_ for m in ens.estimators_)
     # The same random_state gives the same members; n_jobs=2 fits them in parallel to the same result.
-    again = EADCTransformerClassifier(**TINY, n_estimators=2, n_jobs=2).fit(X, y)
+    again = EADCTransformerClassifier(**TINY, n_estimators=2, n_jobs=2, blend_minirocket=False).fit(X, y)
     np.testing.assert_allclose(again.predict_proba(X), ens.predict_proba(X), atol=1e-6)
 
 
 def test_ensemble_members_take_the_token_budgets_in_turn():
     X, y = _toy(20, t=64)
-    ens = EADCTransformerClassifier(**TINY, n_estimators=4, max_tokens=(8, 4)).fit(X, y)
+    ens = EADCTransformerClassifier(**TINY, n_estimators=4, max_tokens=(8, 4), blend_minirocket=False).fit(X, y)
     # 64 steps: at most 8 tokens -> stride 8, at most 4 -> stride 16; members 2 and 3 take the budgets again.
     budgets = [(m.max_tokens, m.patch_len_, m.patch_stride_) for m in ens.estimators_]
     assert budgets == [(8, 16, 8), (4, 32, 16), (8, 16, 8), (4, 32, 16)]
@@ -209,7 +210,8 @@ def test_ensemble_members_take_the_token_budgets_in_turn():
     probas = [m.predict_proba(X) for m in ens.estimators_]
     np.testing.assert_array_equal(ens.predict_proba(X), (probas[0] + probas[1] + probas[2] + probas[3]) / 4)
     # A member is the single model of its seed and budget.
-    alone = EADCTransformerClassifier(**{**TINY, "random_state": ens.estimators_[1].random_state}, max_tokens=4)
+    alone = EADCTransformerClassifier(**{**TINY, "random_state": ens.estimators_[1].random_state}, max_tokens=4,
+                                      blend_minirocket=False)
     np.testing.assert_allclose(alone.fit(X, y).predict_proba(X), probas[1], atol=1e-6)
 
 

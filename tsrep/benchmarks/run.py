@@ -594,9 +594,10 @@ def _run_in_this_process(todo: list[Cell], threads: int, record, progress: bool 
     import torch
 
     old = torch.get_num_threads()
-    torch.set_num_threads(threads)
     try:
         for cell in todo:
+            # Set again before every cell: aeon's numba models (MiniRocket) reset the OpenMP threads torch runs on.
+            torch.set_num_threads(threads)
             record(_run_cell(cell, progress))
     finally:
         torch.set_num_threads(old)

@@ -114,7 +114,9 @@ class DeepSeriesEstimator:
         validate_augmentation(self.augmentation)
         check_callbacks(self.callbacks, "callbacks")
         if self._task == "regression":
-            for name, allowed in (("label_smoothing", ("auto", 0.0)), ("class_weight", (None,))):
+            for name, allowed in (
+                ("label_smoothing", ("auto", 0.0)), ("class_weight", (None,)), ("blend_minirocket", ("auto", False))
+            ):
                 if getattr(self, name) not in allowed:
                     raise ValueError(
                         f"{name} applies to classification only; a regressor takes {name}={allowed[0]!r}"

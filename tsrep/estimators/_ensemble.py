@@ -99,6 +99,8 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
     members = []
     for i, seed in enumerate(seeds):
         own = {"n_estimators": 1, "n_jobs": 1, "warm_start": False, "random_state": seed, **est._member_params(i)}
+        if "blend_minirocket" in est.get_params(deep=False):
+            own["blend_minirocket"] = False  # the ensemble blends its members' mean with one MiniRocket of its own
         if est.checkpoint_dir is not None:
             own["checkpoint_dir"] = str(Path(est.checkpoint_dir) / f"member-{i}")
         if previous is not None and len(previous) == est.n_estimators:

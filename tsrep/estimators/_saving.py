@@ -19,6 +19,7 @@ import tsrep.estimators
 from tsrep._serialization import ModelFileError, check_standardization, from_json, prefixed, read_model_file
 from tsrep._serialization import to_json, write_model_file
 from tsrep.data import ChannelStandardizer
+from tsrep.estimators._minirocket_blend import CalibratedMiniRocket
 from tsrep.training.loop import History
 from tsrep.training.optim import resolve_optimizer
 
@@ -28,7 +29,7 @@ FITTED = (
     "patch_stride_", "max_tokens_", "conv_stem_", "validation_fraction_", "augmentation_", "pretrain_history_",
     "n_outputs_", "n_parameters_", "best_epoch_",
     "n_epochs_", "fit_time_millis_", "y_mean_", "y_std_", "min_steps_", "patience_", "label_smoothing_", "mixup_",
-    "precise_bn_",
+    "precise_bn_", "blend_minirocket_",
 )
 NOT_SAVED = ("callbacks",)  # loaded models get callbacks=None
 
@@ -74,6 +75,11 @@ def _document(est, prefix: str, tensors: dict) -> dict:
     fitted["_fitted_params"] = params_to_json(est.__dict__.get("_fitted_params") or {}, f"{where}._fitted_params")
     document = {"estimator": type(est).__name__, "params": params_to_json(est.get_params(deep=False), where),
                 "fitted": fitted}
+    minirocket = getattr(est, "minirocket_", None)
+    if minirocket is not None:
+        settings, arrays = minirocket.state()
+        fitted["minirocket"] = to_json(settings, f"{where}.minirocket_")
+        tensors.update({f"{prefix}minirocket.{name}": torch.as_tensor(array) for name, array in arrays.items()})
     if getattr(est, "estimators_", None):
         document["members"] = [
             _document(member, f"{prefix}estimators.{i}.", tensors) for i, member in enumerate(est.estimators_)
@@ -231,6 +237,15 @@ def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, w
             module = builder._build_model(est.n_outputs_)
         module.load_state_dict(prefixed(tensors, f"{prefix}module."), strict=True)
         est.module_ = module.train(bool(fitted.get("module_training", False)))
+    est.minirocket_ = None
+    if "minirocket" in fitted:
+        try:
+            est.minirocket_ = CalibratedMiniRocket.from_state(
+                fitted["minirocket"], {k: t.numpy() for k, t in prefixed(tensors, f"{prefix}minirocket.").items()},
+                est.n_classes_,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{where} is corrupt: its MiniRocket ({exc})") from exc
     est.is_fitted = True
     return est
 

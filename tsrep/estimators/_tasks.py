@@ -13,8 +13,10 @@ import math
 import numpy as np
 import torch
 
+from tsrep.data import as_case_list
 from tsrep.data.convert import finite_mean_std
-from tsrep.estimators._checks import check_class_labels
+from tsrep.estimators._checks import check_class_labels, seed_from
+from tsrep.estimators._minirocket_blend import CalibratedMiniRocket
 from tsrep.training.losses import case_weights, class_weights, classification_loss, regression_loss
 from tsrep.training.loop import accuracy_score_fn
 
@@ -88,6 +90,14 @@ def resolve_precise_bn(value, task: str) -> bool:
     return bool(value)
 
 
+def resolve_blend_minirocket(value, task: str) -> bool:
+    """Whether a MiniRocket's probabilities are averaged with the network's: `value` itself, or for "auto" yes for
+    a classifier (measured over 47 UCR problems, three seeds: the user guide's training recipe page)."""
+    if value == "auto":
+        return task == "classification"
+    return bool(value)
+
+
 def mean_of(values: list[np.ndarray]) -> np.ndarray:
     """The ensemble's answer: the mean of its members' probabilities or predictions."""
     return np.mean(np.stack(values), axis=0)
@@ -109,15 +119,20 @@ class SeriesClassifierMixin:
     def _fit(self, X, y):
         is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
         self.label_smoothing_ = resolve_label_smoothing(self.label_smoothing)  # the members' value too
-        if is_ensemble:
-            return self
+        self.blend_minirocket_ = resolve_blend_minirocket(self.blend_minirocket, self._task)
         index = np.array([self._class_dictionary[v] for v in y])
         weights = case_weights(sample_weight, class_weights(self.class_weight, self.classes_, index), index)
-        targets = torch.as_tensor(index, dtype=torch.long)
-        loss = classification_loss(self.label_smoothing_)
-        return self._train(
-            X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights
-        )
+        if not is_ensemble:
+            targets = torch.as_tensor(index, dtype=torch.long)
+            loss = classification_loss(self.label_smoothing_)
+            self._train(X, targets, self.n_classes_, loss, accuracy_score_fn, stratify_on=index, weights=weights)
+        # One MiniRocket for the whole estimator (an ensemble's members have none), seeded after the network.
+        self.minirocket_ = None
+        if self.blend_minirocket_:
+            self.minirocket_ = CalibratedMiniRocket(self.n_classes_, self.scaling, seed_from(self.random_state)).fit(
+                as_case_list(X, trailing_nan_is_padding=True), index, None if weights is None else weights.numpy()
+            )
+        return self
 
     def _n_classes(self) -> int | None:
         return self.n_classes_
@@ -129,8 +144,12 @@ class SeriesClassifierMixin:
 
     def _predict_proba(self, X) -> np.ndarray:
         if self.estimators_:
-            return mean_of([m.predict_proba(X) for m in self.estimators_])
-        return torch.softmax(self._outputs(X), dim=1).double().numpy()
+            proba = mean_of([m.predict_proba(X) for m in self.estimators_])
+        else:
+            proba = torch.softmax(self._outputs(X), dim=1).double().numpy()
+        if getattr(self, "minirocket_", None) is not None:
+            proba = (proba + self.minirocket_.predict_proba(as_case_list(X, trailing_nan_is_padding=True))) / 2
+        return proba
 
     def _predict(self, X) -> np.ndarray:
         return self.classes_[self._predict_proba(X).argmax(axis=1)]

@@ -59,6 +59,13 @@ BASELINE_TRAINING = {
             'its paper did (the running averages of the last training batches); "auto": off, as in the '
             "EA-DC-Transformer estimators. The value used is ``precise_bn_``.",
     ),
+    "blend_minirocket": TRAINING["blend_minirocket"]._replace(
+        default=False,
+        doc="Average the network's class probabilities with those of a MiniRocket fitted to the same training "
+            "data, as the EA-DC-Transformer classifier does by default (its ``blend_minirocket``). Off by default "
+            'so that a baseline answers as its paper did; "auto": on for a classifier. The value used is '
+            "``blend_minirocket_``.",
+    ),
 }
 
 
@@ -123,7 +130,7 @@ class BackboneClassifier(_BackboneMixin, SeriesClassifierMixin, BaseClassifier):
     Attributes
     ----------
     {attributes: classes_ n_classes_ module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_
-    min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ estimators_}
+    min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ blend_minirocket_ minirocket_ estimators_}
 
     See Also
     --------

@@ -1,0 +1,162 @@
+"""blend_minirocket: a MiniRocket's calibrated probabilities averaged with the network's.
+
+The leave-one-out scores against refits without each case, the temperature against its log-loss, the blend
+against the network alone of the same seed, ensembles, saving, awkward input, and accuracy on real data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from aeon.datasets import load_arrow_head, load_basic_motions
+from safetensors.torch import load_file, save_file
+from scipy.special import log_softmax
+from sklearn.linear_model import RidgeClassifier, RidgeClassifierCV
+
+from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
+from tsrep._serialization import ModelFileError
+from tsrep.estimators._minirocket_blend import (
+    ALPHAS, fit_temperature, leave_one_out_scores,
+)
+from tsrep.estimators.baselines import BackboneClassifier
+
+TINY = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, batch_size=8, min_steps=0, max_epochs=2, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def motions():
+    X, y = load_basic_motions(split="train")
+    X_test, y_test = load_basic_motions(split="test")
+    return X, y, X_test, y_test
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_leave_one_out_scores_equal_refits_without_each_case(n_classes, weighted):
+    rng = np.random.default_rng(n_classes)
+    X, y = rng.normal(size=(24, 40)), np.arange(24) % n_classes
+    weights = rng.uniform(0.5, 2.0, 24) if weighted else None
+    ridge = RidgeClassifierCV(alphas=ALPHAS, store_cv_results=True).fit(X, y, sample_weight=weights)
+    scores = leave_one_out_scores(ridge, X, y, weights)
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        refit = RidgeClassifier(alpha=ridge.alpha_).fit(X[keep], y[keep], None if weights is None else weights[keep])
+        np.testing.assert_allclose(scores[i], refit.decision_function(X[i : i + 1])[0], atol=1e-9)
+
+
+def test_temperature_minimises_the_log_loss():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 60)
+    scores = rng.normal(size=(60, 3)) + 1.5 * np.eye(3)[y]  # informative but noisy scores
+
+    def loss(t):
+        return -np.mean(log_softmax(scores / t, axis=1)[np.arange(60), y])
+
+    t = fit_temperature(scores, y)
+    assert loss(t) < loss(t * 1.2) and loss(t) < loss(t / 1.2)
+    # Scores that are always right call for a sharp softmax; scores that say nothing for a flat one.
+    assert fit_temperature(3 * np.eye(3)[y], y) < 0.1
+    assert fit_temperature(rng.normal(size=(60, 3)), y) > 10 * t
+
+
+def test_blend_is_the_mean_of_the_network_alone_and_the_minirocket(motions):
+    X, y, X_test, _ = motions
+    blended = EADCTransformerClassifier(**TINY).fit(X, y)
+    alone = EADCTransformerClassifier(**TINY, blend_minirocket=False).fit(X, y)
+    assert blended.blend_minirocket_ and alone.minirocket_ is None and not alone.blend_minirocket_
+    # The MiniRocket is fitted after the network and draws from none of its random streams: same network.
+    expected = (alone.predict_proba(X_test) + blended.minirocket_.predict_proba(list(X_test))) / 2
+    np.testing.assert_allclose(blended.predict_proba(X_test), expected, rtol=0, atol=1e-12)
+    assert 0 < blended.minirocket_.temperature_ < np.inf
+
+
+def test_an_ensemble_blends_its_members_mean_with_one_minirocket(motions):
+    X, y, X_test, _ = motions
+    ensemble = EADCTransformerClassifier(**TINY, n_estimators=2).fit(X, y)
+    assert all(m.minirocket_ is None and not m.blend_minirocket for m in ensemble.estimators_)
+    members = np.mean([m.predict_proba(X_test) for m in ensemble.estimators_], axis=0)
+    expected = (members + ensemble.minirocket_.predict_proba(list(X_test))) / 2
+    np.testing.assert_allclose(ensemble.predict_proba(X_test), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_estimators", [1, 2])
+def test_saved_blend_predicts_the_same(motions, tmp_path, n_estimators):
+    X, y, X_test, _ = motions
+    clf = EADCTransformerClassifier(**TINY, n_estimators=n_estimators).fit(X, y)
+    loaded = EADCTransformerClassifier.load(clf.save(tmp_path / "clf.safetensors"))
+    assert loaded.blend_minirocket_ and loaded.minirocket_.temperature_ == clf.minirocket_.temperature_
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), clf.predict_proba(X_test))
+
+
+def test_a_damaged_minirocket_in_a_model_file_is_named_at_load(motions, tmp_path):
+    X, y, _, _ = motions
+    path = EADCTransformerClassifier(**TINY).fit(X, y).save(tmp_path / "clf.safetensors")
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata()
+    tensors = load_file(str(path))
+    tensors["minirocket.coef"] = tensors["minirocket.coef"][:, :-5].contiguous()
+    save_file(tensors, str(path), metadata=metadata)
+    with pytest.raises(ModelFileError, match="MiniRocket.*coef"):
+        EADCTransformerClassifier.load(path)
+
+
+def test_unequal_short_and_missing_series_blend_to_probabilities(tmp_path):
+    rng = np.random.default_rng(0)
+    lengths = [5, 7, 12, 6, 8, 11, 5, 9, 10, 6, 7, 12]  # below MiniRocket's 9 steps, and unequal
+    X = [rng.normal(size=(2, n)) + (i % 2) for i, n in enumerate(lengths)]
+    X[3][0, 2] = np.nan
+    y = np.array(["a", "b"] * 6)
+    clf = EADCTransformerClassifier(**TINY).fit(X, y)
+    X_new = [rng.normal(size=(2, n)) for n in (4, 9, 20)]  # one longer than any in TRAIN
+    proba = clf.predict_proba(X_new)
+    assert proba.shape == (3, 2) and np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # Two classes: the ridge has one row of weights; saved and loaded as such.
+    assert clf.minirocket_.coef_.shape[0] == 1
+    loaded = EADCTransformerClassifier.load(clf.save(tmp_path / "two_classes.safetensors"))
+    np.testing.assert_array_equal(loaded.predict_proba(X_new), proba)
+
+
+def test_regressors_and_baselines():
+    with pytest.raises(ValueError, match="blend_minirocket applies to classification only"):
+        EADCTransformerRegressor(**TINY, blend_minirocket=True).fit(np.zeros((6, 1, 12)), np.arange(6.0))
+    assert BackboneClassifier().blend_minirocket is False  # a baseline answers as its paper did
+    assert EADCTransformerClassifier().blend_minirocket == "auto"
+
+
+def test_blend_on_arrow_head_beats_a_floor():
+    # Three classes of 36 training contours. A network of a few steps alone is near chance; the blend must still
+    # answer well (MiniRocket alone: 0.86 on this split; a floor of 0.80 leaves room for its seed).
+    X, y = load_arrow_head(split="train")
+    X_test, y_test = load_arrow_head(split="test")
+    clf = EADCTransformerClassifier(**TINY).fit(X, y)
+    assert clf.score(X_test, y_test) >= 0.80
+
+
+def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path):
+    # benchmarks/minirocket_blend.py scores the blend from a store's network-alone cells: it must give what the
+    # blended estimator of the same seed answers.
+    import importlib.util
+    from pathlib import Path
+
+    from tsrep.benchmarks import parse_config, run_benchmark
+    from tsrep.data import load_archive
+
+    spec = importlib.util.spec_from_file_location(
+        "minirocket_blend", Path(__file__).parents[1] / "benchmarks" / "minirocket_blend.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    params = {k: v for k, v in TINY.items() if k != "random_state"}
+    config = parse_config({"name": "tiny", "datasets": ["BasicMotions"], "models": ["ea-dc-transformer"], "seeds": [1],
+                           "params": {**params, "blend_minirocket": False}, "data": {"offline": True}})
+    store, _ = run_benchmark(config, tmp_path, threads=1, progress=False)
+    cells = script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"])
+    assert len(cells) == 1 and cells.seed[0] == 1
+    X, y = load_archive("BasicMotions", split="train", offline=True)
+    X_test, y_test = load_archive("BasicMotions", split="test", offline=True)
+    blended = EADCTransformerClassifier(**params, random_state=1).fit(X, y)
+    np.testing.assert_allclose((cells["_network"][0] + cells["_minirocket"][0]) / 2, blended.predict_proba(X_test),
+                               rtol=0, atol=1e-6)  # the store keeps the network's probabilities in float32
+    assert cells.blend[0] == blended.score(X_test, y_test)
