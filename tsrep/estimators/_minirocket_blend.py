@@ -119,9 +119,10 @@ class CalibratedMiniRocket:
         self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
         self.n_channels_ = int(cases[0].shape[0])
         self.length_ = max(MIN_LENGTH, max(int(c.shape[1]) for c in cases))
+        series = self._array(cases)
         with torch_threads_kept():
-            self.transform_ = MiniRocket(random_state=self.random_state, n_jobs=1).fit(self._array(cases))
-            raw = self.transform_.transform(self._array(cases))
+            self.transform_ = MiniRocket(random_state=self.random_state, n_jobs=1).fit(series)
+            raw = self.transform_.transform(series)
         std = raw.std(axis=0)
         self.feature_scale_ = np.where(std > 0, std, 1.0)  # StandardScaler(with_mean=False), as aeon's pipeline
         features = raw / self.feature_scale_
