@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -86,6 +87,8 @@ def main(argv=None) -> None:
     parser.add_argument("--offline", default=None, help="directory of the archive files (default: tsrep's search)")
     parser.add_argument("--output", default="minirocket_blend.csv")
     args = parser.parse_args(argv)
+    if not Path(args.store).is_file():  # ResultStore would create an empty store at a mistyped path
+        parser.error(f"--store {args.store!r} is not a file; give the results.sqlite of a tsrep-benchmark run")
     config = load_config(args.config)
     cells = blend_cells(ResultStore(args.store), args.model, list(config.datasets), args.offline)
     if cells.empty:

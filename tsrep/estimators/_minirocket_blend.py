@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
+from sklearn.linear_model import RidgeClassifierCV
 
 from tsrep.data.convert import ChannelStandardizer, fill_missing
 
@@ -113,8 +114,8 @@ class CalibratedMiniRocket:
             return self.transform_.transform(self._array(cases)) / self.feature_scale_
 
     def fit(self, cases: list[np.ndarray], y_index: np.ndarray, sample_weight: np.ndarray | None = None):
+        # Imported here, not with the package: aeon's convolution transforms take about 3 s to import (numba).
         from aeon.transformations.collection.convolution_based import MiniRocket
-        from sklearn.linear_model import RidgeClassifierCV
 
         self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
         self.n_channels_ = int(cases[0].shape[0])
@@ -164,7 +165,7 @@ class CalibratedMiniRocket:
     @classmethod
     def from_state(cls, settings: dict, arrays: dict[str, np.ndarray], n_classes: int) -> CalibratedMiniRocket:
         """The fitted object `state` described; ValueError naming what does not fit together."""
-        from aeon.transformations.collection.convolution_based import MiniRocket
+        from aeon.transformations.collection.convolution_based import MiniRocket  # about 3 s: only when needed
 
         self = cls(n_classes, settings["scaling"], settings["random_state"])
         self.n_channels_, self.length_ = int(settings["n_channels"]), int(settings["length"])
