@@ -127,7 +127,7 @@ def test_the_type_shown_is_read_from_the_constraints():
 def test_the_estimators_training_parameters_are_trainconfigs_fields():
     for f in fields(TrainConfig):
         declared = TRAINING[f.name]
-        if f.name in ("min_steps", "mixup", "patience"):  # "auto" in the estimators, resolved before the loop
+        if f.name in ("max_epochs", "min_steps", "mixup", "patience"):  # "auto" in the estimators, resolved first
             assert declared.default == "auto"
             assert declared.constraints[1:] == f.metadata["constraints"]
             assert declared.doc.startswith(f.metadata["doc"])
@@ -145,7 +145,7 @@ def test_the_estimators_pretraining_parameters_are_pretrainconfigs_fields():
 
 
 def test_the_defaults_a_user_meets_are_unchanged():
-    expected = {"lr": 1e-3, "batch_size": 64, "max_epochs": 100, "min_steps": "auto", "patience": "auto",
+    expected = {"lr": 1e-3, "batch_size": 64, "max_epochs": "auto", "min_steps": "auto", "patience": "auto",
                 "optimizer": "adamw", "weight_decay": 0.01, "lr_schedule": "onecycle", "mixup": "auto",
                 "grad_clip": 4.0, "label_smoothing": "auto", "validation_fraction": "auto"}
     for cls in SERIES_ESTIMATORS:
@@ -161,8 +161,9 @@ def test_the_defaults_a_user_meets_are_unchanged():
 def test_from_params_takes_the_fields_by_name_and_the_resolved_values():
     params = EADCTransformerClassifier(lr=np.float64(3e-3), batch_size=np.int64(16), pretrain_epochs=np.int64(2),
                                        mask_mean_length=2, optimizer="radam").get_params()
-    config = TrainConfig.from_params(params, min_steps=800, mixup=0.2, patience=None)
+    config = TrainConfig.from_params(params, max_epochs=50, min_steps=800, mixup=0.2, patience=None)
     assert (config.lr, config.batch_size, config.min_steps, config.mixup, config.patience) == (3e-3, 16, 800, 0.2, None)
+    assert config.max_epochs == 50
     assert config.optimizer == "radam"
     assert type(config.batch_size) is np.int64  # handed on untouched, as the estimators always did
     pretrain = PretrainConfig.from_params(params)
@@ -172,7 +173,7 @@ def test_from_params_takes_the_fields_by_name_and_the_resolved_values():
     assert type(pretrain.epochs) is int and type(pretrain.mask_mean_length) is float
     assert PretrainConfig.from_estimator(TSRepEncoder()) == PretrainConfig(epochs=50, optimizer="radam")
     with pytest.raises(InvalidParameterError, match="'min_steps' parameter of TrainConfig"):
-        TrainConfig.from_params(params)  # min_steps="auto" not resolved
+        TrainConfig.from_params(params, max_epochs=100)  # min_steps="auto" not resolved
     with pytest.raises(KeyError, match="lacks mask_ratio"):
         PretrainConfig.from_params({"pretrain_epochs": 1})
 

@@ -10,10 +10,12 @@ import torch.nn.functional as F
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 from tsrep.estimators._tasks import (
+    AUTO_MAX_EPOCHS,
     AUTO_MIN_STEPS,
     AUTO_MIN_VALIDATION_CASES,
     AUTO_PATIENCE,
     AUTO_STEPS_PER_CLASS,
+    resolve_max_epochs,
     resolve_min_steps,
     resolve_patience,
     resolve_validation_fraction,
@@ -67,6 +69,14 @@ def test_auto_min_steps_grows_with_the_number_of_classes():
     assert resolve_min_steps(0, 37) == 0 and resolve_min_steps(50, 2) == 50  # an integer is taken as given
 
 
+def test_a_blended_network_trains_half_the_auto_budget():
+    # With a MiniRocket averaged into the answer, both "auto" budgets are halved; a given number is kept.
+    assert resolve_max_epochs("auto") == AUTO_MAX_EPOCHS == 100 and resolve_max_epochs("auto", blended=True) == 50
+    assert resolve_min_steps("auto", 2, blended=True) == 400
+    assert resolve_min_steps("auto", 37, blended=True) == 1110  # half of Adiac's 2220
+    assert resolve_max_epochs(7, blended=True) == 7 and resolve_min_steps(30, 37, blended=True) == 30
+
+
 class StopAfterFirstEpoch(Callback):
     planned: list = []  # class-level: the estimator may copy its callbacks
 
@@ -80,11 +90,36 @@ class StopAfterFirstEpoch(Callback):
 def test_auto_min_steps_is_what_the_fit_trains():
     X, _ = _toy(20)
     y = np.arange(20)  # 20 classes of one case each: 20 * 60 = 1200 steps ...
-    clf = EADCTransformerClassifier(**{**TINY, "min_steps": "auto", "max_epochs": 1, "batch_size": 16})
+    clf = EADCTransformerClassifier(
+        **{**TINY, "min_steps": "auto", "max_epochs": 1, "batch_size": 16, "blend_minirocket": False}
+    )
     # ... in 2 steps per epoch: 600 epochs planned (the callback stops the fit after the first).
     clf.set_params(callbacks=StopAfterFirstEpoch()).fit(X, y)
     assert clf.min_steps_ == 1200
     assert StopAfterFirstEpoch.planned[-1] == 600 and clf.n_epochs_ == 1
+
+
+@pytest.mark.parametrize("blend, max_epochs, min_steps, epochs", [(False, 100, 800, 400), ("auto", 50, 400, 200)])
+def test_the_auto_budget_a_fit_plans_is_halved_by_the_minirocket_blend(blend, max_epochs, min_steps, epochs):
+    X, y = _toy(20)  # two classes: 800 steps (400 blended) in 2 steps per epoch
+    clf = EADCTransformerClassifier(
+        **{**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "blend_minirocket": blend},
+        callbacks=StopAfterFirstEpoch(),
+    ).fit(X, y)
+    assert (clf.blend_minirocket_, clf.max_epochs_, clf.min_steps_) == (blend == "auto", max_epochs, min_steps)
+    assert StopAfterFirstEpoch.planned[-1] == epochs and clf.n_epochs_ == 1
+
+
+def test_an_ensembles_members_train_the_full_auto_budget_and_a_regressor_is_never_halved():
+    X, y = _toy(20)
+    params = {**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "callbacks": StopAfterFirstEpoch()}
+    ens = EADCTransformerClassifier(**params, n_estimators=2).fit(X, y)
+    assert ens.blend_minirocket_ and ens.minirocket_ is not None  # the ensemble blends its members' mean ...
+    # ... whose networks blend nothing themselves: the budget they were measured at.
+    assert [(m.max_epochs_, m.min_steps_) for m in ens.estimators_] == [(100, 800)] * 2
+    assert StopAfterFirstEpoch.planned[-2:] == [400, 400]
+    reg = EADCTransformerRegressor(**params).fit(X, (y == "b").astype(float))
+    assert (reg.max_epochs_, reg.min_steps_) == (AUTO_MAX_EPOCHS, AUTO_MIN_STEPS)
 
 
 def test_auto_patience_stops_a_classifier_early_only_under_a_schedule_that_does_not_anneal():

@@ -48,10 +48,11 @@ MODEL_FLAGS = (
      "gives 64 to a classifier whose series are long enough for patch tokens and whose TRAIN has 32 cases or "
      "more, none to others; a number; or none (the stem is most of a small model's parameters)"),
     ("--max-epochs", "max_epochs", int,
-     "epochs; given without --min-steps it is exact (min_steps 0), else raised where needed to take at least "
-     "--min-steps steps"),
+     "epochs ('auto': 100, 50 where a MiniRocket is blended in); given without --min-steps it is exact "
+     "(min_steps 0), else raised where needed to take at least --min-steps steps"),
     ("--min-steps", "min_steps", steps,
-     "at least this many optimiser steps ('auto': 800, and 60 per class where more; 0: exactly --max-epochs epochs)"),
+     "at least this many optimiser steps ('auto': 800, and 60 per class where more, half that where a MiniRocket "
+     "is blended in; 0: exactly --max-epochs epochs)"),
     ("--batch-size", "batch_size", int, "cases per optimiser step"),
     ("--lr", "lr", float, "peak learning rate"),
     ("--pretrain-epochs", "pretrain_epochs", int, "epochs of masked-reconstruction pretraining first"),
@@ -61,7 +62,7 @@ MODEL_FLAGS = (
 # torch or aeon); tests/test_cli.py checks them against the estimator's signature.
 FLAG_DEFAULTS = {
     "d_model": 64, "n_blocks": 3, "n_heads": 4, "p": 0.25, "alpha": 0.5, "beta": 0.5, "attention": "evolving",
-    "conv_stem": "auto", "max_epochs": 100, "min_steps": "auto", "batch_size": 64, "lr": 0.001,
+    "conv_stem": "auto", "max_epochs": "auto", "min_steps": "auto", "batch_size": 64, "lr": 0.001,
     "pretrain_epochs": 0, "n_estimators": 1,
 }
 # Parameters whose command-line default differs from the estimator's (a reproducible run with a progress bar).

@@ -46,7 +46,8 @@ from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, che
 from tsrep.estimators._ensemble import clone_member, fit_members
 from tsrep.estimators._saving import load_estimator, save_estimator
 from tsrep.estimators._tasks import (
-    resolve_min_steps, resolve_mixup, resolve_patience, resolve_precise_bn, resolve_validation_fraction,
+    resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps, resolve_mixup, resolve_patience,
+    resolve_precise_bn, resolve_validation_fraction,
 )
 from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
@@ -87,8 +88,8 @@ class DeepSeriesEstimator:
 
     Fitted attributes it sets: standardizer_, max_len_, n_channels_, patch_len_ and patch_stride_
     (None: one token per step), encoder_config_ (None unless a pretrained checkpoint supplied the
-    encoder), validation_fraction_, min_steps_, patience_, augmentation_, history_, best_epoch_, n_epochs_,
-    pretrain_history_, module_, n_outputs_, n_parameters_, estimators_.
+    encoder), validation_fraction_, max_epochs_, min_steps_, patience_, augmentation_, history_, best_epoch_,
+    n_epochs_, pretrain_history_, module_, n_outputs_, n_parameters_, estimators_.
     """
 
     _tags = dict(AEON_TAGS)
@@ -301,12 +302,18 @@ class DeepSeriesEstimator:
         return broadcast_object(seed)  # random_state=None: rank 0's draw on every rank
 
     def _resolve_recipe_and_split(self, data, n_outputs: int, stratify_on, seed: int):
-        """Fix the "auto" settings of the recipe on the training data (validation_fraction_, min_steps_,
-        augmentation_) and split it: (training part, validation part or None)."""
+        """Fix the "auto" settings of the recipe on the training data (validation_fraction_, max_epochs_,
+        min_steps_, augmentation_) and split it: (training part, validation part or None)."""
         rng = np.random.default_rng(seed)
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
         self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data), self._task)
-        self.min_steps_ = resolve_min_steps(self.min_steps, n_outputs if self._task == "classification" else None)
+        # A network whose answer a MiniRocket shares trains half the "auto" budget (an ensemble's members,
+        # which blend nothing themselves, train all of it).
+        blended = resolve_blend_minirocket(self.blend_minirocket, self._task)
+        self.max_epochs_ = resolve_max_epochs(self.max_epochs, blended)
+        self.min_steps_ = resolve_min_steps(
+            self.min_steps, n_outputs if self._task == "classification" else None, blended
+        )
         self.mixup_ = resolve_mixup(self.mixup, self._task)
         self.precise_bn_ = resolve_precise_bn(self.precise_bn, self._task)
         self.patience_ = resolve_patience(self.patience, self.lr_schedule, self._task)
@@ -325,7 +332,8 @@ class DeepSeriesEstimator:
     def _train_config(self) -> TrainConfig:
         """The supervised loop's settings (tsrep.training.TrainConfig): the parameters, "auto" resolved."""
         return TrainConfig.from_params(
-            self.get_params(deep=False), min_steps=self.min_steps_, mixup=self.mixup_, patience=self.patience_
+            self.get_params(deep=False), max_epochs=self.max_epochs_, min_steps=self.min_steps_, mixup=self.mixup_,
+            patience=self.patience_,
         )
 
     def _scorer_maker(self, model, score_fn, device):

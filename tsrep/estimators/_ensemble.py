@@ -27,7 +27,7 @@ from sklearn.base import clone
 
 from tsrep._io import atomic_write
 from tsrep.estimators._checks import seed_from
-from tsrep.estimators._tasks import resolve_min_steps
+from tsrep.estimators._tasks import resolve_max_epochs, resolve_min_steps
 from tsrep.training.resume import check_writable_directory
 
 
@@ -72,8 +72,8 @@ def estimated_fit_seconds(est, X, y) -> float:
     batch = max(1, min(int(est.batch_size), n_cases))
     steps_per_epoch = max(1, math.ceil(n_cases / batch))
     n_classes = getattr(est, "n_classes_", None) if getattr(est, "_task", None) == "classification" else None
-    min_steps = resolve_min_steps(est.min_steps, n_classes)
-    steps = steps_per_epoch * max(int(est.max_epochs), math.ceil(min_steps / steps_per_epoch))
+    min_steps = resolve_min_steps(est.min_steps, n_classes)  # the members': none of them blends a MiniRocket
+    steps = steps_per_epoch * max(resolve_max_epochs(est.max_epochs), math.ceil(min_steps / steps_per_epoch))
     per_step = _STEP_SECONDS_PER_BLOCK + _SECONDS_PER_UNIT * batch * length * int(est.d_model) ** 2
     return float(est.n_estimators * steps * int(est.n_blocks) * per_step)
 

@@ -28,8 +28,8 @@ FITTED = (
     "classes_", "n_classes_", "metadata_", "_n_jobs", "encoder_config_", "max_len_", "n_channels_", "patch_len_",
     "patch_stride_", "max_tokens_", "conv_stem_", "validation_fraction_", "augmentation_", "pretrain_history_",
     "n_outputs_", "n_parameters_", "best_epoch_",
-    "n_epochs_", "fit_time_millis_", "y_mean_", "y_std_", "min_steps_", "patience_", "label_smoothing_", "mixup_",
-    "precise_bn_", "blend_minirocket_",
+    "n_epochs_", "fit_time_millis_", "y_mean_", "y_std_", "max_epochs_", "min_steps_", "patience_", "label_smoothing_",
+    "mixup_", "precise_bn_", "blend_minirocket_",
 )
 NOT_SAVED = ("callbacks",)  # loaded models get callbacks=None
 

@@ -130,7 +130,8 @@ class BackboneClassifier(_BackboneMixin, SeriesClassifierMixin, BaseClassifier):
     Attributes
     ----------
     {attributes: classes_ n_classes_ module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_
-    min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ blend_minirocket_ minirocket_ estimators_}
+    max_epochs_ min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ blend_minirocket_ minirocket_
+    estimators_}
 
     See Also
     --------
@@ -150,8 +151,8 @@ class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
 
     Attributes
     ----------
-    {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ min_steps_ patience_ mixup_
-    precise_bn_ augmentation_ y_mean_ y_std_ estimators_}
+    {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ max_epochs_ min_steps_
+    patience_ mixup_ precise_bn_ augmentation_ y_mean_ y_std_ estimators_}
 
     See Also
     --------

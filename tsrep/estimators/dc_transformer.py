@@ -244,8 +244,8 @@ class EADCTransformerClassifier(EADCTransformerBase, SeriesClassifierMixin, Base
     Attributes
     ----------
     {attributes: classes_ n_classes_ module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_
-    min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ blend_minirocket_ minirocket_ patch_len_
-    patch_stride_ max_tokens_ conv_stem_ estimators_}
+    max_epochs_ min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ blend_minirocket_ minirocket_
+    patch_len_ patch_stride_ max_tokens_ conv_stem_ estimators_}
 
     See Also
     --------
@@ -285,8 +285,9 @@ class EADCTransformerRegressor(EADCTransformerBase, SeriesRegressorMixin, BaseRe
 
     Attributes
     ----------
-    {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ min_steps_ patience_ mixup_
-    precise_bn_ augmentation_ y_mean_ y_std_ patch_len_ patch_stride_ max_tokens_ conv_stem_ estimators_}
+    {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ max_epochs_ min_steps_
+    patience_ mixup_ precise_bn_ augmentation_ y_mean_ y_std_ patch_len_ patch_stride_ max_tokens_ conv_stem_
+    estimators_}
 
     See Also
     --------
