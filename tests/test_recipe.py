@@ -69,11 +69,13 @@ def test_auto_min_steps_grows_with_the_number_of_classes():
     assert resolve_min_steps(0, 37) == 0 and resolve_min_steps(50, 2) == 50  # an integer is taken as given
 
 
-def test_a_blended_network_trains_half_the_auto_budget():
-    # With a MiniRocket averaged into the answer, both "auto" budgets are halved; a given number is kept.
+def test_a_blended_network_trains_half_the_auto_epochs_and_step_floor_but_every_step_a_class():
+    # With a MiniRocket averaged into the answer, the epochs and the 800-step floor are halved, not the 60 steps a
+    # class (problems of many classes lost with 30); a given number is kept.
     assert resolve_max_epochs("auto") == AUTO_MAX_EPOCHS == 100 and resolve_max_epochs("auto", blended=True) == 50
     assert resolve_min_steps("auto", 2, blended=True) == 400
-    assert resolve_min_steps("auto", 37, blended=True) == 1110  # half of Adiac's 2220
+    assert resolve_min_steps("auto", 10, blended=True) == 600  # the AllGestureWiimote problems' 10 classes
+    assert resolve_min_steps("auto", 37, blended=True) == 2220 == resolve_min_steps("auto", 37)  # Adiac
     assert resolve_max_epochs(7, blended=True) == 7 and resolve_min_steps(30, 37, blended=True) == 30
 
 

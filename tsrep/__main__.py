@@ -51,8 +51,8 @@ MODEL_FLAGS = (
      "epochs ('auto': 100, 50 where a MiniRocket is blended in); given without --min-steps it is exact "
      "(min_steps 0), else raised where needed to take at least --min-steps steps"),
     ("--min-steps", "min_steps", steps,
-     "at least this many optimiser steps ('auto': 800, and 60 per class where more, half that where a MiniRocket "
-     "is blended in; 0: exactly --max-epochs epochs)"),
+     "at least this many optimiser steps ('auto': 800, and 60 per class where more; 400 and 60 per class where a "
+     "MiniRocket is blended in; 0: exactly --max-epochs epochs)"),
     ("--batch-size", "batch_size", int, "cases per optimiser step"),
     ("--lr", "lr", float, "peak learning rate"),
     ("--pretrain-epochs", "pretrain_epochs", int, "epochs of masked-reconstruction pretraining first"),

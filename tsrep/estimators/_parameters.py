@@ -139,8 +139,9 @@ TRAINING = {
     "min_steps": auto_over(
         _TRAIN["min_steps"],
         f'"auto": {AUTO_MIN_STEPS}, and for a classifier at least {AUTO_STEPS_PER_CLASS} per class, because the steps '
-        f"a problem needs grow with its classes {_MEASURED}; half of that where a MiniRocket is averaged into the "
-        "answer, as for ``max_epochs``. The value used is ``min_steps_``.",
+        f"a problem needs grow with its classes {_MEASURED}; where a MiniRocket is averaged into the answer, as for "
+        f"``max_epochs``, {round(AUTO_MIN_STEPS * BLENDED_BUDGET_SHARE)} and the same {AUTO_STEPS_PER_CLASS} per class "
+        "(problems of many classes lost with fewer). The value used is ``min_steps_``.",
     ),
     "validation_fraction": Declared(
         "auto", [StrOptions({"auto"}), unit_interval("left")],
@@ -213,7 +214,7 @@ TRAINING = {
         "The ridge's scores become probabilities by a softmax whose temperature minimises their leave-one-out "
         "log-loss on TRAIN, so no constant is tuned. The two are right on different problems: over 47 UCR "
         "problems (three seeds) the average scored 0.837 against 0.821 for the network alone and 0.824 for "
-        "MiniRocket, and 0.835 with the network at half its budget, which the blend brings ("
+        "MiniRocket, and 0.838 with the network at the smaller budget the blend brings ("
         "``max_epochs``; user guide, training recipe page). An ensemble (n_estimators) fits one MiniRocket for all "
         'its members. "auto": on for a classifier; a regressor has none ("auto" or False only). False: the '
         "network alone (the paper's protocol). The value used is ``blend_minirocket_``; the fitted MiniRocket "
@@ -230,7 +231,7 @@ TRAINING = {
         "also differ in token budget (``max_tokens=(64, 32)``) ensemble better: three members 0.878 at 0.85 of "
         "the time of three seeds, six members 0.882. Over 47 UCR problems (the panel and 35 others), three seeds "
         "averaged score 0.830 against 0.821 for one network, and with the default MiniRocket blend (one for the "
-        "ensemble) 0.840 against 0.835 for one blended classifier; on the 39 of them with published figures, "
+        "ensemble) 0.840 against 0.838 for one blended classifier; on the 39 of them with published figures, "
         "three members blended 0.855 against HIVE-COTE 2's 0.853.",
     ),
     "n_jobs": Declared(  # joblib's convention: -1 all cores, -2 all but one, ...
