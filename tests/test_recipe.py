@@ -69,11 +69,12 @@ def test_auto_min_steps_grows_with_the_number_of_classes():
     assert resolve_min_steps(0, 37) == 0 and resolve_min_steps(50, 2) == 50  # an integer is taken as given
 
 
-def test_a_blended_network_trains_half_the_auto_epochs_and_step_floor_but_every_step_a_class():
-    # With a MiniRocket averaged into the answer, the epochs and the 800-step floor are halved, not the 60 steps a
-    # class (problems of many classes lost with 30); a given number is kept.
-    assert resolve_max_epochs("auto") == AUTO_MAX_EPOCHS == 100 and resolve_max_epochs("auto", blended=True) == 50
-    assert resolve_min_steps("auto", 2, blended=True) == 400
+def test_a_blended_network_trains_a_quarter_of_the_auto_epochs_and_step_floor_but_every_step_a_class():
+    # With a MiniRocket averaged into the answer, the epochs and the 800-step floor are cut to a quarter, not the 60
+    # steps a class (problems of many classes lost with 30); a given number is kept.
+    assert resolve_max_epochs("auto") == AUTO_MAX_EPOCHS == 100 and resolve_max_epochs("auto", blended=True) == 25
+    assert resolve_min_steps("auto", 2, blended=True) == resolve_min_steps("auto", 3, blended=True) == 200
+    assert resolve_min_steps("auto", 4, blended=True) == 240  # FaceFour's and Car's 4 classes: 60 a class
     assert resolve_min_steps("auto", 10, blended=True) == 600  # the AllGestureWiimote problems' 10 classes
     assert resolve_min_steps("auto", 37, blended=True) == 2220 == resolve_min_steps("auto", 37)  # Adiac
     assert resolve_max_epochs(7, blended=True) == 7 and resolve_min_steps(30, 37, blended=True) == 30
@@ -101,9 +102,9 @@ def test_auto_min_steps_is_what_the_fit_trains():
     assert StopAfterFirstEpoch.planned[-1] == 600 and clf.n_epochs_ == 1
 
 
-@pytest.mark.parametrize("blend, max_epochs, min_steps, epochs", [(False, 100, 800, 400), ("auto", 50, 400, 200)])
-def test_the_auto_budget_a_fit_plans_is_halved_by_the_minirocket_blend(blend, max_epochs, min_steps, epochs):
-    X, y = _toy(20)  # two classes: 800 steps (400 blended) in 2 steps per epoch
+@pytest.mark.parametrize("blend, max_epochs, min_steps, epochs", [(False, 100, 800, 400), ("auto", 25, 200, 100)])
+def test_the_auto_budget_a_fit_plans_is_cut_by_the_minirocket_blend(blend, max_epochs, min_steps, epochs):
+    X, y = _toy(20)  # two classes: 800 steps (200 blended) in 2 steps per epoch
     clf = EADCTransformerClassifier(
         **{**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "blend_minirocket": blend},
         callbacks=StopAfterFirstEpoch(),
@@ -112,7 +113,7 @@ def test_the_auto_budget_a_fit_plans_is_halved_by_the_minirocket_blend(blend, ma
     assert StopAfterFirstEpoch.planned[-1] == epochs and clf.n_epochs_ == 1
 
 
-def test_an_ensembles_members_train_the_full_auto_budget_and_a_regressor_is_never_halved():
+def test_an_ensembles_members_train_the_full_auto_budget_and_a_regressor_is_never_cut():
     X, y = _toy(20)
     params = {**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "callbacks": StopAfterFirstEpoch()}
     ens = EADCTransformerClassifier(**params, n_estimators=2).fit(X, y)

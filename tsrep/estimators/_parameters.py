@@ -133,7 +133,7 @@ TRAINING = {
         _TRAIN["max_epochs"],
         f'"auto": {AUTO_MAX_EPOCHS}, or {AUTO_MAX_EPOCHS * BLENDED_BUDGET_SHARE:g} where a MiniRocket is averaged into '
         "the answer (``blend_minirocket_``; an ensemble's members blend none and train the full budget): the "
-        f"blend holds the accuracy the second half of the steps buys the network alone {_MEASURED}. The value "
+        f"blend holds the accuracy the last three quarters of the steps buy the network alone {_MEASURED}. The value "
         "used is ``max_epochs_``.",
     ),
     "min_steps": auto_over(
