@@ -113,14 +113,20 @@ def test_the_auto_budget_a_fit_plans_is_cut_by_the_minirocket_blend(blend, max_e
     assert StopAfterFirstEpoch.planned[-1] == epochs and clf.n_epochs_ == 1
 
 
-def test_an_ensembles_members_train_the_full_auto_budget_and_a_regressor_is_never_cut():
+def test_an_ensembles_members_train_the_budget_of_its_blend_and_a_regressor_is_never_cut():
     X, y = _toy(20)
     params = {**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "callbacks": StopAfterFirstEpoch()}
     ens = EADCTransformerClassifier(**params, n_estimators=2).fit(X, y)
     assert ens.blend_minirocket_ and ens.minirocket_ is not None  # the ensemble blends its members' mean ...
-    # ... whose networks blend nothing themselves: the budget they were measured at.
-    assert [(m.max_epochs_, m.min_steps_) for m in ens.estimators_] == [(100, 800)] * 2
-    assert StopAfterFirstEpoch.planned[-2:] == [400, 400]
+    # ... whose networks blend nothing themselves but train what a blended estimator's network would.
+    assert [m.blend_minirocket_ for m in ens.estimators_] == [False, False]
+    assert [(m.max_epochs_, m.min_steps_) for m in ens.estimators_] == [(25, 200)] * 2
+    assert StopAfterFirstEpoch.planned[-2:] == [100, 100]
+    # An ensemble without the blend: its members train the network alone's budget, and a given budget is kept.
+    alone = EADCTransformerClassifier(**params, n_estimators=2, blend_minirocket=False).fit(X, y)
+    assert [(m.max_epochs_, m.min_steps_) for m in alone.estimators_] == [(100, 800)] * 2
+    given = EADCTransformerClassifier(**{**params, "max_epochs": 3, "min_steps": 10}, n_estimators=2).fit(X, y)
+    assert [(m.max_epochs_, m.min_steps_) for m in given.estimators_] == [(3, 10)] * 2
     reg = EADCTransformerRegressor(**params).fit(X, (y == "b").astype(float))
     assert (reg.max_epochs_, reg.min_steps_) == (AUTO_MAX_EPOCHS, AUTO_MIN_STEPS)
 

@@ -27,7 +27,7 @@ from sklearn.base import clone
 
 from tsrep._io import atomic_write
 from tsrep.estimators._checks import seed_from
-from tsrep.estimators._tasks import resolve_max_epochs, resolve_min_steps
+from tsrep.estimators._tasks import resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps
 from tsrep.training.resume import check_writable_directory
 
 
@@ -43,6 +43,22 @@ def clone_member(est, **params):
     file in one could not be copied at all)."""
     member = clone(type(est)(**{**est.get_params(deep=False), "callbacks": None, **params}))
     return member.set_params(callbacks=est.callbacks)
+
+
+def member_budget(est) -> dict:
+    """{"max_epochs": ..., "min_steps": ...} to set on each member, for those of the two `est` leaves "auto".
+
+    Where the ensemble blends a MiniRocket into its members' mean, each member trains the blended network's
+    budget (BLENDED_BUDGET_SHARE of the epochs and of the step floor), as a single blended estimator would, though
+    the members blend nothing themselves; otherwise the network alone's. An explicit value is left to the member."""
+    classes = getattr(est, "n_classes_", None) if getattr(est, "_task", None) == "classification" else None
+    blended = resolve_blend_minirocket(getattr(est, "blend_minirocket", False), est._task)
+    budget = {}
+    if est.max_epochs == "auto":
+        budget["max_epochs"] = resolve_max_epochs("auto", blended)
+    if est.min_steps == "auto":
+        budget["min_steps"] = resolve_min_steps("auto", classes, blended)
+    return budget
 
 
 def _fit_member(member, X, y, sample_weight, index):
@@ -71,9 +87,9 @@ def estimated_fit_seconds(est, X, y) -> float:
     length = max(np.shape(x)[-1] for x in X) if isinstance(X, list) else int(np.shape(X)[-1])
     batch = max(1, min(int(est.batch_size), n_cases))
     steps_per_epoch = max(1, math.ceil(n_cases / batch))
-    n_classes = getattr(est, "n_classes_", None) if getattr(est, "_task", None) == "classification" else None
-    min_steps = resolve_min_steps(est.min_steps, n_classes)  # the members': none of them blends a MiniRocket
-    steps = steps_per_epoch * max(resolve_max_epochs(est.max_epochs), math.ceil(min_steps / steps_per_epoch))
+    budget = member_budget(est)
+    max_epochs, min_steps = budget.get("max_epochs", est.max_epochs), budget.get("min_steps", est.min_steps)
+    steps = steps_per_epoch * max(int(max_epochs), math.ceil(int(min_steps) / steps_per_epoch))
     per_step = _STEP_SECONDS_PER_BLOCK + _SECONDS_PER_UNIT * batch * length * int(est.d_model) ** 2
     return float(est.n_estimators * steps * int(est.n_blocks) * per_step)
 
@@ -101,6 +117,7 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
         own = {"n_estimators": 1, "n_jobs": 1, "warm_start": False, "random_state": seed, **est._member_params(i)}
         if "blend_minirocket" in est.get_params(deep=False):
             own["blend_minirocket"] = False  # the ensemble blends its members' mean with one MiniRocket of its own
+        own.update(member_budget(est))  # ... so that each member trains what a blended estimator's network would
         if est.checkpoint_dir is not None:
             own["checkpoint_dir"] = str(Path(est.checkpoint_dir) / f"member-{i}")
         if previous is not None and len(previous) == est.n_estimators:

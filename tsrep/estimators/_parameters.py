@@ -132,7 +132,7 @@ TRAINING = {
     "max_epochs": auto_over(
         _TRAIN["max_epochs"],
         f'"auto": {AUTO_MAX_EPOCHS}, or {AUTO_MAX_EPOCHS * BLENDED_BUDGET_SHARE:g} where a MiniRocket is averaged into '
-        "the answer (``blend_minirocket_``; an ensemble's members blend none and train the full budget): the "
+        "the answer (``blend_minirocket_``; the members of an ensemble that blends train it too): the "
         f"blend holds the accuracy the last three quarters of the steps buy the network alone {_MEASURED}. The value "
         "used is ``max_epochs_``.",
     ),
