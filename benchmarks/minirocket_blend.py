@@ -1,16 +1,19 @@
 """The MiniRocket blend (``blend_minirocket``) measured from a benchmark store's network-alone cells.
 
 A cell fitted with ``blend_minirocket=False`` stores the network's test probabilities. The blended estimator of
-the same seed trains the same network (the MiniRocket is fitted after it and draws nothing from its random
-streams) and answers the mean of those probabilities and its MiniRocket's. This script fits that MiniRocket
-(tsrep.estimators._minirocket_blend.CalibratedMiniRocket, seeded with the cell's seed as the estimator seeds it)
-on each problem's TRAIN and scores the blend on TEST, so the blend's accuracy over many problems and seeds costs
-seconds a cell instead of a refit. Prints the mean accuracy of the network, the MiniRocket and the blend (one
-model and, where a problem has several seeds, the seeds' networks averaged) by group of the config, and writes
-the per-cell table as CSV.
+the same seed and step budget trains the same network (the MiniRocket is fitted after it and draws nothing from
+its random streams) and answers the mean of those probabilities and its MiniRocket's; by default it trains a
+smaller budget than the network alone, and ``--blended`` reads its own cells instead (their networks recovered).
+This script fits that MiniRocket (tsrep.estimators._minirocket_blend.CalibratedMiniRocket, seeded with the
+cell's seed as the estimator seeds it) on each problem's TRAIN and scores the blend on TEST, so the blend's
+accuracy over many problems and seeds costs seconds a cell instead of a refit. Prints the mean accuracy of the
+network, the MiniRocket and the blend (one model and, where a problem has several seeds, the seeds' networks
+averaged) by group of the config, and writes the per-cell table as CSV.
 
     python benchmarks/minirocket_blend.py --config ucr-dev47 --store results/archive/ucr-dev47/results.sqlite \
         --model ea-dc-t-network
+    python benchmarks/minirocket_blend.py --config ucr-dev47 --store <store of the default> --model ea-dc-transformer \
+        --blended    # cells of the blended default: their networks recovered, and what n_estimators=3 would answer
 """
 
 from __future__ import annotations
@@ -33,8 +36,12 @@ def accuracy(classes: np.ndarray, targets: np.ndarray, proba: np.ndarray) -> flo
     return float(np.mean(classes[np.argmax(proba, axis=1)] == targets))
 
 
-def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=None) -> pd.DataFrame:
-    """One row per stored (problem, seed) of `model`: dataset, seed, network, minirocket, blend accuracies, seconds."""
+def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=None, blended=False) -> pd.DataFrame:
+    """One row per stored (problem, seed) of `model`: dataset, seed, network, minirocket, blend accuracies, seconds.
+
+    blended: the cells are blended estimators (the default classifier), whose stored probabilities are the mean of
+    the network's and the MiniRocket's: the network's are recovered as twice the stored ones minus the MiniRocket's
+    (the same MiniRocket, refitted here with the cell's seed)."""
     frame = store.frame()
     frame = frame[(frame.model == model) & (frame.status == "ok") & frame.dataset.isin(datasets)]
     # A store resumed under other defaults holds a problem's seed twice (the old key's row is kept): the newest.
@@ -54,6 +61,11 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
             start = time.perf_counter()
             minirocket = CalibratedMiniRocket(len(classes), random_state=int(cell.seed)).fit(as_case_list(X), index)
             mr_proba = minirocket.predict_proba(as_case_list(X_test))
+            if blended:
+                network = 2 * network - mr_proba
+                if network.min() < -1e-4 or not np.allclose(network.sum(axis=1), 1, atol=1e-4):
+                    raise SystemExit(f"{dataset} seed {cell.seed}: the stored probabilities are not a blend with this "
+                                     "MiniRocket; without --blended the cells are read as the network alone")
             rows.append({
                 "dataset": dataset, "seed": int(cell.seed), "network": accuracy(classes, targets, network),
                 "minirocket": accuracy(classes, targets, mr_proba),
@@ -86,11 +98,13 @@ def main(argv=None) -> None:
                         help="the model name of the network-alone cells in the store")
     parser.add_argument("--offline", default=None, help="directory of the archive files (default: tsrep's search)")
     parser.add_argument("--output", default="minirocket_blend.csv")
+    parser.add_argument("--blended", action="store_true",
+                        help="the cells are blended estimators (the default classifier): recover their networks")
     args = parser.parse_args(argv)
     if not Path(args.store).is_file():  # ResultStore would create an empty store at a mistyped path
         parser.error(f"--store {args.store!r} is not a file; give the results.sqlite of a tsrep-benchmark run")
     config = load_config(args.config)
-    cells = blend_cells(ResultStore(args.store), args.model, list(config.datasets), args.offline)
+    cells = blend_cells(ResultStore(args.store), args.model, list(config.datasets), args.offline, args.blended)
     if cells.empty:
         raise SystemExit(f"no finished cells of {args.model!r} with stored outputs in {args.store}")
     cells.drop(columns=[c for c in cells if c.startswith("_")]).to_csv(args.output, index=False)

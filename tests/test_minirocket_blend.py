@@ -160,3 +160,10 @@ def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path
     np.testing.assert_allclose((cells["_network"][0] + cells["_minirocket"][0]) / 2, blended.predict_proba(X_test),
                                rtol=0, atol=1e-6)  # the store keeps the network's probabilities in float32
     assert cells.blend[0] == blended.score(X_test, y_test)
+    # --blended: cells of the blended estimator itself, whose network the script recovers from the stored mean.
+    config = parse_config({"name": "tiny-blended", "datasets": ["BasicMotions"], "models": ["ea-dc-transformer"],
+                           "seeds": [1], "params": params, "data": {"offline": True}})
+    store, _ = run_benchmark(config, tmp_path / "blended", threads=1, progress=False)
+    recovered = script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"], blended=True)
+    np.testing.assert_allclose(recovered["_network"][0], cells["_network"][0], rtol=0, atol=1e-5)
+    assert recovered.blend[0] == cells.blend[0]
