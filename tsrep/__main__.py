@@ -48,10 +48,10 @@ MODEL_FLAGS = (
      "gives 64 to a classifier whose series are long enough for patch tokens and whose TRAIN has 32 cases or "
      "more, none to others; a number; or none (the stem is most of a small model's parameters)"),
     ("--max-epochs", "max_epochs", int,
-     "epochs ('auto': 100, 25 where a MiniRocket is blended in); given without --min-steps it is exact "
+     "epochs ('auto': 100, 12 where a MiniRocket is blended in); given without --min-steps it is exact "
      "(min_steps 0), else raised where needed to take at least --min-steps steps"),
     ("--min-steps", "min_steps", steps,
-     "at least this many optimiser steps ('auto': 800, and 60 per class where more; 200 and 60 per class where a "
+     "at least this many optimiser steps ('auto': 800, and 60 per class where more; 100 and 60 per class where a "
      "MiniRocket is blended in; 0: exactly --max-epochs epochs)"),
     ("--batch-size", "batch_size", int, "cases per optimiser step"),
     ("--lr", "lr", float, "peak learning rate"),

@@ -307,7 +307,7 @@ class DeepSeriesEstimator:
         rng = np.random.default_rng(seed)
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
         self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data), self._task)
-        # A network whose answer a MiniRocket shares trains a quarter of the "auto" epochs and step floor, still
+        # A network whose answer a MiniRocket shares trains an eighth of the "auto" epochs and step floor, still
         # every step a class (an ensemble that blends hands its members that budget: _ensemble.member_budget).
         blended = resolve_blend_minirocket(self.blend_minirocket, self._task)
         self.max_epochs_ = resolve_max_epochs(self.max_epochs, blended)
