@@ -167,3 +167,29 @@ def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path
     recovered = script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"], blended=True)
     np.testing.assert_allclose(recovered["_network"][0], cells["_network"][0], rtol=0, atol=1e-5)
     assert recovered.blend[0] == cells.blend[0]
+
+
+def test_the_benchmark_scripts_blend_rules_score_each_combination():
+    # --rules: weighted means, the geometric mean and the more confident model, on vectors where they disagree.
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location(
+        "minirocket_blend", Path(__file__).parents[1] / "benchmarks" / "minirocket_blend.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    classes, targets = np.array(["a", "b"]), np.array(["a", "b", "a"])
+    network = np.array([[0.9, 0.1], [0.9, 0.1], [0.6, 0.4]])  # right, wrong, right
+    minirocket = np.array([[0.3, 0.7], [0.05, 0.95], [0.6, 0.4]])  # wrong, right (surer than the network), right
+    cells = pd.DataFrame([{"dataset": "toy", "seed": 0, "_network": network, "_minirocket": minirocket,
+                           "_classes": classes, "_targets": targets}])
+    rules = script.blend_rules(cells).iloc[0]
+    # The plain mean: 0.6 for a, 0.525 for b, 0.6 for a: all three right.
+    assert rules["0.5 network"] == rules["0.4 network"] == 1.0
+    assert rules["0.3 network"] == 2 / 3  # the first case: 0.3 * 0.9 + 0.7 * 0.3 = 0.48 for its class
+    assert rules["0.6 network"] == rules["0.7 network"] == 2 / 3  # the second: 0.6 * 0.1 + 0.4 * 0.95 = 0.44
+    assert rules["geometric mean"] == 1.0  # 0.9 * 0.3 > 0.1 * 0.7; 0.1 * 0.95 > 0.9 * 0.05
+    assert rules["more confident"] == 1.0  # the network's 0.9 over 0.7, the MiniRocket's 0.95 over 0.9
