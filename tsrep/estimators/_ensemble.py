@@ -51,7 +51,7 @@ def member_budget(est) -> dict:
     Where the ensemble blends a MiniRocket into its members' mean, each member trains the blended network's
     budget (BLENDED_BUDGET_SHARE of the epochs and of the step floor), as a single blended estimator would, though
     the members blend nothing themselves; otherwise the network alone's. An explicit value is left to the member."""
-    classes = getattr(est, "n_classes_", None) if getattr(est, "_task", None) == "classification" else None
+    classes = est.n_classes_ if est._task == "classification" else None
     blended = resolve_blend_minirocket(getattr(est, "blend_minirocket", False), est._task)
     budget = {}
     if est.max_epochs == "auto":

@@ -47,7 +47,8 @@ from tsrep.backbones.config import DCTransformerConfig, check_constraints, posit
 from tsrep.data.convert import SCALINGS
 from tsrep.estimators._tasks import (
     AUTO_LABEL_SMOOTHING, AUTO_MAX_EPOCHS, AUTO_MIN_STEPS, AUTO_MIN_VALIDATION_CASES, AUTO_MIXUP, AUTO_PATIENCE,
-    AUTO_STEPS_PER_CLASS, AUTO_VALIDATION_FRACTION, BLENDED_BUDGET_SHARE, resolve_validation_fraction,
+    AUTO_STEPS_PER_CLASS, AUTO_VALIDATION_FRACTION, resolve_max_epochs, resolve_min_steps,
+    resolve_validation_fraction,
 )
 from tsrep.nn.conv_stem import STEM_KINDS
 from tsrep.nn.norm import NORMS
@@ -124,6 +125,10 @@ PREPROCESSING = {
 
 _TRAIN = fields_table(TrainConfig)
 
+# What "auto" gives where a MiniRocket is blended in, as the docs below state it (from the resolvers themselves).
+_BLENDED_EPOCHS = resolve_max_epochs("auto", blended=True)
+_BLENDED_STEP_FLOOR = resolve_min_steps("auto", None, blended=True)
+
 #: The training recipe of the harness (tsrep.estimators._base): every estimator has these; TrainConfig's
 #: fields and what the harness does around its loop.
 TRAINING = {
@@ -131,7 +136,7 @@ TRAINING = {
     # "auto" here; TrainConfig.max_epochs and min_steps hold the numbers they resolve to (max_epochs_, min_steps_).
     "max_epochs": auto_over(
         _TRAIN["max_epochs"],
-        f'"auto": {AUTO_MAX_EPOCHS}, or {round(AUTO_MAX_EPOCHS * BLENDED_BUDGET_SHARE)} where a MiniRocket is '
+        f'"auto": {AUTO_MAX_EPOCHS}, or {_BLENDED_EPOCHS} where a MiniRocket is '
         "averaged into the answer (``blend_minirocket_``; the members of an ensemble that blends train it too): the "
         f"blend holds the accuracy the last seven eighths of the steps buy the network alone {_MEASURED}. The value "
         "used is ``max_epochs_``.",
@@ -140,7 +145,7 @@ TRAINING = {
         _TRAIN["min_steps"],
         f'"auto": {AUTO_MIN_STEPS}, and for a classifier at least {AUTO_STEPS_PER_CLASS} per class, because the steps '
         f"a problem needs grow with its classes {_MEASURED}; where a MiniRocket is averaged into the answer, as for "
-        f"``max_epochs``, {round(AUTO_MIN_STEPS * BLENDED_BUDGET_SHARE)} and the same {AUTO_STEPS_PER_CLASS} per class "
+        f"``max_epochs``, {_BLENDED_STEP_FLOOR} and the same {AUTO_STEPS_PER_CLASS} per class "
         "(problems of many classes lost with fewer). The value used is ``min_steps_``.",
     ),
     "validation_fraction": Declared(
