@@ -15,6 +15,7 @@ averaged) by group of the config, and writes the per-cell table as CSV.
     python benchmarks/minirocket_blend.py --config ucr-dev47 --store <store of the default> --model ea-dc-transformer \
         --blended    # cells of the blended default: their networks recovered, and what n_estimators=3 would answer
     ... --rules      # also other ways to combine the two (weighted means, geometric mean, the more confident)
+    ... --partners multirocket hydra multirocket+hydra   # other convolution transforms in the MiniRocket's place
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tsrep.benchmarks.config import load_config
 from tsrep.benchmarks.published import published_results
 from tsrep.benchmarks.store import ResultStore
 from tsrep.data import as_case_list, load_archive
-from tsrep.estimators._minirocket_blend import CalibratedMiniRocket
+from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, torch_threads_kept
 
 
 #: --blended: how far below zero a recovered network probability may come out (it is then clipped). The refitted
@@ -40,12 +41,43 @@ RECOVERY_TOLERANCE = 0.01
 RULE_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
+#: --partners: aeon's convolution transforms that may stand in the MiniRocket's place ("a+b": their features side by
+#: side, as MultiROCKET-Hydra: Dempster, Schmidt and Webb, "Hydra: Competing Convolutional Kernels for Fast and
+#: Accurate Time Series Classification", Data Mining and Knowledge Discovery, 2023).
+PARTNER_TRANSFORMS = ("minirocket", "multirocket", "hydra")
+
+
+class CalibratedTransforms(CalibratedMiniRocket):
+    """The estimator's calibrated ridge (features scaled by their standard deviation, leave-one-out temperature) on
+    the features of other aeon convolution transforms, side by side: `partner` names them, joined by "+"."""
+
+    def __init__(self, n_classes: int, partner: str, random_state: int = 0):
+        super().__init__(n_classes, random_state=random_state)
+        self.partner = partner
+
+    def _fit_transform(self, series: np.ndarray) -> np.ndarray:
+        from aeon.transformations.collection import convolution_based
+
+        kinds = {"minirocket": convolution_based.MiniRocket, "multirocket": convolution_based.MultiRocket,
+                 "hydra": convolution_based.HydraTransformer}
+        with torch_threads_kept():
+            self.transforms_ = [kinds[name](random_state=self.random_state, n_jobs=1).fit(series)
+                                for name in self.partner.split("+")]
+        return self._transform(series)
+
+    def _transform(self, series: np.ndarray) -> np.ndarray:
+        with torch_threads_kept():
+            return np.concatenate([np.asarray(t.transform(series), dtype=np.float64) for t in self.transforms_], 1)
+
+
 def accuracy(classes: np.ndarray, targets: np.ndarray, proba: np.ndarray) -> float:
     return float(np.mean(classes[np.argmax(proba, axis=1)] == targets))
 
 
-def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=None, blended=False) -> pd.DataFrame:
-    """One row per stored (problem, seed) of `model`: dataset, seed, network, minirocket, blend accuracies, seconds.
+def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=None, blended=False,
+                partners=()) -> pd.DataFrame:
+    """One row per stored (problem, seed) of `model`: dataset, seed, network, minirocket, blend accuracies, seconds;
+    for each of `partners` (CalibratedTransforms), its accuracy alone, blended with the network, and its seconds.
 
     blended: the cells are blended estimators (the default classifier), whose stored probabilities are the mean of
     the network's and the MiniRocket's: the network's are recovered as twice the stored ones minus the MiniRocket's
@@ -86,6 +118,13 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
                 "network_seconds": float(cell.seconds), "recovery_error": recovery_error,
                 "_network": network, "_minirocket": mr_proba, "_classes": classes, "_targets": targets,
             })
+            for partner in partners:
+                start = time.perf_counter()
+                proba = CalibratedTransforms(len(classes), partner, int(cell.seed)).fit(
+                    as_case_list(X), index).predict_proba(as_case_list(X_test))
+                rows[-1].update({partner: accuracy(classes, targets, proba),
+                                 f"network + {partner}": accuracy(classes, targets, (network + proba) / 2),
+                                 f"{partner} seconds": time.perf_counter() - start})
     return pd.DataFrame(rows)
 
 
@@ -135,6 +174,23 @@ def print_rules(cells: pd.DataFrame, groups: dict) -> None:
               f"{(change < -1e-9).sum()} down")
 
 
+def print_partners(cells: pd.DataFrame, partners: list[str], groups: dict) -> None:
+    """Means over problems (of the seeds) of each partner alone and blended with the network, by group, and the
+    blend's change a problem against the MiniRocket blend (standard error; problems up / down)."""
+    columns = ["minirocket", "blend", *(c for p in partners for c in (p, f"network + {p}"))]
+    per_problem = cells.groupby("dataset")[columns].mean()
+    for name, datasets in groups.items():
+        have = [d for d in datasets if d in per_problem.index]
+        print(f"{name} (n={len(have)}): " + ", ".join(
+            f"{column} {per_problem.loc[have, column].mean():.4f}" for column in columns))
+    for partner in partners:
+        change = per_problem[f"network + {partner}"] - per_problem["blend"]
+        print(f"  network + {partner}: {change.mean():+.4f} a problem against network + MiniRocket (SE "
+              f"{change.std(ddof=1) / np.sqrt(len(change)):.4f}), {(change > 1e-9).sum()} up, "
+              f"{(change < -1e-9).sum()} down; fit+predict median {cells[f'{partner} seconds'].median():.1f} s "
+              f"(MiniRocket {cells.minirocket_seconds.median():.1f} s)")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="ucr-dev47")
@@ -147,11 +203,18 @@ def main(argv=None) -> None:
                         help="the cells are blended estimators (the default classifier): recover their networks")
     parser.add_argument("--rules", action="store_true",
                         help="also score other combinations (weighted means, geometric mean, the more confident)")
+    parser.add_argument("--partners", nargs="+", default=[], metavar="TRANSFORMS",
+                        help="also blend the network with other convolution transforms behind the same calibrated "
+                             f"ridge: {', '.join(PARTNER_TRANSFORMS)}, or several joined by '+'")
     args = parser.parse_args(argv)
+    for partner in args.partners:
+        if not set(partner.split("+")) <= set(PARTNER_TRANSFORMS):
+            parser.error(f"--partners {partner!r}: each transform must be one of {', '.join(PARTNER_TRANSFORMS)}")
     if not Path(args.store).is_file():  # ResultStore would create an empty store at a mistyped path
         parser.error(f"--store {args.store!r} is not a file; give the results.sqlite of a tsrep-benchmark run")
     config = load_config(args.config)
-    cells = blend_cells(ResultStore(args.store), args.model, list(config.datasets), args.offline, args.blended)
+    cells = blend_cells(ResultStore(args.store), args.model, list(config.datasets), args.offline, args.blended,
+                        args.partners)
     if cells.empty:
         raise SystemExit(f"no finished cells of {args.model!r} with stored outputs in {args.store}")
     cells.drop(columns=[c for c in cells if c.startswith("_")]).to_csv(args.output, index=False)
@@ -181,6 +244,8 @@ def main(argv=None) -> None:
                   f"{theirs.InceptionTime.mean():.4f}, MiniROCKET {theirs.MiniROCKET.mean():.4f}")
     if args.rules:
         print_rules(cells, groups)
+    if args.partners:
+        print_partners(cells, args.partners, groups)
     print(f"per-cell table: {args.output}")
 
 

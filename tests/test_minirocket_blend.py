@@ -193,3 +193,33 @@ def test_the_benchmark_scripts_blend_rules_score_each_combination():
     assert rules["0.6 network"] == rules["0.7 network"] == 2 / 3  # the second: 0.6 * 0.1 + 0.4 * 0.95 = 0.44
     assert rules["geometric mean"] == 1.0  # 0.9 * 0.3 > 0.1 * 0.7; 0.1 * 0.95 > 0.9 * 0.05
     assert rules["more confident"] == 1.0  # the network's 0.9 over 0.7, the MiniRocket's 0.95 over 0.9
+
+
+def test_the_benchmark_scripts_partners_stand_in_the_minirocket_place(motions, capsys):
+    # --partners: the estimator's calibrated ridge on other aeon transforms; "minirocket" alone is the estimator's.
+    import importlib.util
+    from pathlib import Path
+
+    from tsrep.data import as_case_list
+    from tsrep.estimators._minirocket_blend import CalibratedMiniRocket
+
+    spec = importlib.util.spec_from_file_location(
+        "minirocket_blend", Path(__file__).parents[1] / "benchmarks" / "minirocket_blend.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    X, y, X_test, y_test = motions
+    classes = np.unique(y)
+    cases, index, test = as_case_list(X), np.searchsorted(classes, y), as_case_list(X_test)
+    reference = CalibratedMiniRocket(len(classes), random_state=3).fit(cases, index)
+    same = script.CalibratedTransforms(len(classes), "minirocket", random_state=3).fit(cases, index)
+    np.testing.assert_allclose(same.predict_proba(test), reference.predict_proba(test), rtol=0, atol=1e-6)
+    both = script.CalibratedTransforms(len(classes), "minirocket+hydra", random_state=3).fit(cases, index)
+    hydra_features = both.transforms_[1].transform(both._array(test)).shape[1]
+    assert both.coef_.shape[1] == reference.coef_.shape[1] + hydra_features
+    proba = both.predict_proba(test)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.mean(classes[proba.argmax(axis=1)] == y_test) >= 0.9  # BasicMotions: MiniRocket alone scores 1.0
+    with pytest.raises(SystemExit):
+        script.main(["--store", "absent.sqlite", "--partners", "rocket"])
+    assert "--partners 'rocket'" in capsys.readouterr().err  # named before the missing store

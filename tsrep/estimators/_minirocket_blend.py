@@ -109,21 +109,28 @@ class CalibratedMiniRocket:
             out[i, :, : case.shape[1]] = case
         return out
 
-    def _features(self, cases: list[np.ndarray]) -> np.ndarray:
-        with torch_threads_kept():
-            return self.transform_.transform(self._array(cases)) / self.feature_scale_
-
-    def fit(self, cases: list[np.ndarray], y_index: np.ndarray, sample_weight: np.ndarray | None = None):
+    def _fit_transform(self, series: np.ndarray) -> np.ndarray:
+        """(n, n_channels, length_) training series -> (n, n_features) raw features; fits the transform."""
         # Imported here, not with the package: aeon's convolution transforms take about 3 s to import (numba).
         from aeon.transformations.collection.convolution_based import MiniRocket
 
+        with torch_threads_kept():
+            self.transform_ = MiniRocket(random_state=self.random_state, n_jobs=1).fit(series)
+            return self.transform_.transform(series)
+
+    def _transform(self, series: np.ndarray) -> np.ndarray:
+        """(n, n_channels, length_) series -> (n, n_features) raw features of the fitted transform."""
+        with torch_threads_kept():
+            return self.transform_.transform(series)
+
+    def _features(self, cases: list[np.ndarray]) -> np.ndarray:
+        return self._transform(self._array(cases)) / self.feature_scale_
+
+    def fit(self, cases: list[np.ndarray], y_index: np.ndarray, sample_weight: np.ndarray | None = None):
         self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
         self.n_channels_ = int(cases[0].shape[0])
         self.length_ = max(MIN_LENGTH, max(int(c.shape[1]) for c in cases))
-        series = self._array(cases)
-        with torch_threads_kept():
-            self.transform_ = MiniRocket(random_state=self.random_state, n_jobs=1).fit(series)
-            raw = self.transform_.transform(series)
+        raw = self._fit_transform(self._array(cases))
         std = raw.std(axis=0)
         self.feature_scale_ = np.where(std > 0, std, 1.0)  # StandardScaler(with_mean=False), as aeon's pipeline
         features = raw / self.feature_scale_
