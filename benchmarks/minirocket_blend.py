@@ -122,7 +122,7 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
                 start = time.perf_counter()
                 proba = CalibratedTransforms(len(classes), partner, int(cell.seed)).fit(
                     as_case_list(X), index).predict_proba(as_case_list(X_test))
-                rows[-1].update({partner: accuracy(classes, targets, proba),
+                rows[-1].update({f"{partner} alone": accuracy(classes, targets, proba),
                                  f"network + {partner}": accuracy(classes, targets, (network + proba) / 2),
                                  f"{partner} seconds": time.perf_counter() - start})
     return pd.DataFrame(rows)
@@ -177,7 +177,7 @@ def print_rules(cells: pd.DataFrame, groups: dict) -> None:
 def print_partners(cells: pd.DataFrame, partners: list[str], groups: dict) -> None:
     """Means over problems (of the seeds) of each partner alone and blended with the network, by group, and the
     blend's change a problem against the MiniRocket blend (standard error; problems up / down)."""
-    columns = ["minirocket", "blend", *(c for p in partners for c in (p, f"network + {p}"))]
+    columns = ["minirocket", "blend", *(c for p in partners for c in (f"{p} alone", f"network + {p}"))]
     per_problem = cells.groupby("dataset")[columns].mean()
     for name, datasets in groups.items():
         have = [d for d in datasets if d in per_problem.index]

@@ -134,7 +134,7 @@ def test_blend_on_arrow_head_beats_a_floor():
     assert clf.score(X_test, y_test) >= 0.80
 
 
-def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path):
+def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path, capsys):
     # benchmarks/minirocket_blend.py scores the blend from a store's network-alone cells: it must give what the
     # blended estimator of the same seed answers.
     import importlib.util
@@ -164,9 +164,15 @@ def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path
     config = parse_config({"name": "tiny-blended", "datasets": ["BasicMotions"], "models": ["ea-dc-transformer"],
                            "seeds": [1], "params": params, "data": {"offline": True}})
     store, _ = run_benchmark(config, tmp_path / "blended", threads=1, progress=False)
-    recovered = script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"], blended=True)
+    recovered = script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"], blended=True,
+                                   partners=("minirocket",))
     np.testing.assert_allclose(recovered["_network"][0], cells["_network"][0], rtol=0, atol=1e-5)
     assert recovered.blend[0] == cells.blend[0]
+    # --partners: "minirocket" through the benchmark's transforms is the estimator's MiniRocket again.
+    assert recovered["network + minirocket"][0] == recovered.blend[0]
+    assert recovered["minirocket alone"][0] == cells.minirocket[0]
+    script.print_partners(recovered, ["minirocket"], {"all": ["BasicMotions"]})
+    assert "network + minirocket: +0.0000 a problem against network + MiniRocket" in capsys.readouterr().out
 
 
 def test_the_benchmark_scripts_blend_rules_score_each_combination():
