@@ -238,7 +238,7 @@ TRAINING = {
         "averaged score 0.830 against 0.821 for one network. With the default MiniRocket blend (one for the "
         "ensemble; its members train the blended network's smaller budget) three members score 0.856 on the 39 "
         "of them with published figures, against 0.854 for one blended classifier and HIVE-COTE 2's 0.853, at "
-        "about 2.8 times one default fit (the panel's median, one CPU thread).",
+        "about 3 times one default fit (the panel's median, one CPU thread).",
     ),
     "n_jobs": Declared(  # joblib's convention: -1 all cores, -2 all but one, ...
         1, [positive_int(), Interval(Integral, None, -1, closed="right")],
