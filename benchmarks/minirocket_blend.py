@@ -91,6 +91,7 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
     for dataset, cells in frame.groupby("dataset", sort=False):
         X, y = load_archive(dataset, split="train", offline=data_dir or True)
         X_test, _ = load_archive(dataset, split="test", offline=data_dir or True)
+        train_cases, test_cases = as_case_list(X), as_case_list(X_test)  # once a problem, not once a cell
         for cell in cells.itertuples():
             if cell.key not in outputs:
                 continue
@@ -99,8 +100,8 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
             network = np.asarray(stored["outputs"], dtype=np.float64)
             index = np.searchsorted(classes, y)
             start = time.perf_counter()
-            minirocket = CalibratedMiniRocket(len(classes), random_state=int(cell.seed)).fit(as_case_list(X), index)
-            mr_proba = minirocket.predict_proba(as_case_list(X_test))
+            minirocket = CalibratedMiniRocket(len(classes), random_state=int(cell.seed)).fit(train_cases, index)
+            mr_proba = minirocket.predict_proba(test_cases)
             recovery_error = 0.0
             if blended:
                 network = 2 * network - mr_proba
@@ -121,7 +122,7 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
             for partner in partners:
                 start = time.perf_counter()
                 proba = CalibratedTransforms(len(classes), partner, int(cell.seed)).fit(
-                    as_case_list(X), index).predict_proba(as_case_list(X_test))
+                    train_cases, index).predict_proba(test_cases)
                 rows[-1].update({f"{partner} alone": accuracy(classes, targets, proba),
                                  f"network + {partner}": accuracy(classes, targets, (network + proba) / 2),
                                  f"{partner} seconds": time.perf_counter() - start})

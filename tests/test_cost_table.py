@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import load_benchmark_script
 
 
 @pytest.fixture(scope="module")
 def script():
-    path = Path(__file__).parents[1] / "benchmarks" / "cost_table.py"
-    spec = importlib.util.spec_from_file_location("cost_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("cost_table")
 
 
 def test_the_table_gives_each_problems_ratio_to_minirocket_and_the_medians(script):

@@ -6,20 +6,29 @@ against the network alone of the same seed, ensembles, saving, awkward input, an
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from aeon.datasets import load_arrow_head, load_basic_motions
+from helpers import load_benchmark_script
 from safetensors.torch import load_file, save_file
 from scipy.special import log_softmax
 from sklearn.linear_model import RidgeClassifier, RidgeClassifierCV
 
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 from tsrep._serialization import ModelFileError
+from tsrep.benchmarks import parse_config, run_benchmark
+from tsrep.data import as_case_list, load_archive
 from tsrep.estimators._minirocket_blend import (
-    ALPHAS, fit_temperature, leave_one_out_scores,
+    ALPHAS, CalibratedMiniRocket, fit_temperature, leave_one_out_scores,
 )
 from tsrep.estimators.baselines import BackboneClassifier
 
 TINY = dict(d_model=8, n_blocks=1, n_heads=2, p=0.5, batch_size=8, min_steps=0, max_epochs=2, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def blend_script():
+    return load_benchmark_script("minirocket_blend")
 
 
 @pytest.fixture(scope="module")
@@ -134,25 +143,15 @@ def test_blend_on_arrow_head_beats_a_floor():
     assert clf.score(X_test, y_test) >= 0.80
 
 
-def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path, capsys):
+def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(blend_script, tmp_path, capsys):
     # benchmarks/minirocket_blend.py scores the blend from a store's network-alone cells: it must give what the
     # blended estimator of the same seed answers.
-    import importlib.util
-    from pathlib import Path
 
-    from tsrep.benchmarks import parse_config, run_benchmark
-    from tsrep.data import load_archive
-
-    spec = importlib.util.spec_from_file_location(
-        "minirocket_blend", Path(__file__).parents[1] / "benchmarks" / "minirocket_blend.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     params = {k: v for k, v in TINY.items() if k != "random_state"}
     config = parse_config({"name": "tiny", "datasets": ["BasicMotions"], "models": ["ea-dc-transformer"], "seeds": [1],
                            "params": {**params, "blend_minirocket": False}, "data": {"offline": True}})
     store, _ = run_benchmark(config, tmp_path, threads=1, progress=False)
-    cells = script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"])
+    cells = blend_script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"])
     assert len(cells) == 1 and cells.seed[0] == 1
     X, y = load_archive("BasicMotions", split="train", offline=True)
     X_test, y_test = load_archive("BasicMotions", split="test", offline=True)
@@ -164,35 +163,26 @@ def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(tmp_path
     config = parse_config({"name": "tiny-blended", "datasets": ["BasicMotions"], "models": ["ea-dc-transformer"],
                            "seeds": [1], "params": params, "data": {"offline": True}})
     store, _ = run_benchmark(config, tmp_path / "blended", threads=1, progress=False)
-    recovered = script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"], blended=True,
+    recovered = blend_script.blend_cells(store, "ea-dc-transformer", ["BasicMotions"], blended=True,
                                    partners=("minirocket",))
     np.testing.assert_allclose(recovered["_network"][0], cells["_network"][0], rtol=0, atol=1e-5)
     assert recovered.blend[0] == cells.blend[0]
     # --partners: "minirocket" through the benchmark's transforms is the estimator's MiniRocket again.
     assert recovered["network + minirocket"][0] == recovered.blend[0]
     assert recovered["minirocket alone"][0] == cells.minirocket[0]
-    script.print_partners(recovered, ["minirocket"], {"all": ["BasicMotions"]})
+    blend_script.print_partners(recovered, ["minirocket"], {"all": ["BasicMotions"]})
     assert "network + minirocket: +0.0000 a problem against network + MiniRocket" in capsys.readouterr().out
 
 
-def test_the_benchmark_scripts_blend_rules_score_each_combination():
+def test_the_benchmark_scripts_blend_rules_score_each_combination(blend_script):
     # --rules: weighted means, the geometric mean and the more confident model, on vectors where they disagree.
-    import importlib.util
-    from pathlib import Path
 
-    import pandas as pd
-
-    spec = importlib.util.spec_from_file_location(
-        "minirocket_blend", Path(__file__).parents[1] / "benchmarks" / "minirocket_blend.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     classes, targets = np.array(["a", "b"]), np.array(["a", "b", "a"])
     network = np.array([[0.9, 0.1], [0.9, 0.1], [0.6, 0.4]])  # right, wrong, right
     minirocket = np.array([[0.3, 0.7], [0.05, 0.95], [0.6, 0.4]])  # wrong, right (surer than the network), right
     cells = pd.DataFrame([{"dataset": "toy", "seed": 0, "_network": network, "_minirocket": minirocket,
                            "_classes": classes, "_targets": targets}])
-    rules = script.blend_rules(cells).iloc[0]
+    rules = blend_script.blend_rules(cells).iloc[0]
     # The plain mean: 0.6 for a, 0.525 for b, 0.6 for a: all three right.
     assert rules["0.5 network"] == rules["0.4 network"] == 1.0
     assert rules["0.3 network"] == 2 / 3  # the first case: 0.3 * 0.9 + 0.7 * 0.3 = 0.48 for its class
@@ -201,31 +191,21 @@ def test_the_benchmark_scripts_blend_rules_score_each_combination():
     assert rules["more confident"] == 1.0  # the network's 0.9 over 0.7, the MiniRocket's 0.95 over 0.9
 
 
-def test_the_benchmark_scripts_partners_stand_in_the_minirocket_place(motions, capsys):
+def test_the_benchmark_scripts_partners_stand_in_the_minirocket_place(blend_script, motions, capsys):
     # --partners: the estimator's calibrated ridge on other aeon transforms; "minirocket" alone is the estimator's.
-    import importlib.util
-    from pathlib import Path
 
-    from tsrep.data import as_case_list
-    from tsrep.estimators._minirocket_blend import CalibratedMiniRocket
-
-    spec = importlib.util.spec_from_file_location(
-        "minirocket_blend", Path(__file__).parents[1] / "benchmarks" / "minirocket_blend.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     X, y, X_test, y_test = motions
     classes = np.unique(y)
     cases, index, test = as_case_list(X), np.searchsorted(classes, y), as_case_list(X_test)
     reference = CalibratedMiniRocket(len(classes), random_state=3).fit(cases, index)
-    same = script.CalibratedTransforms(len(classes), "minirocket", random_state=3).fit(cases, index)
+    same = blend_script.CalibratedTransforms(len(classes), "minirocket", random_state=3).fit(cases, index)
     np.testing.assert_allclose(same.predict_proba(test), reference.predict_proba(test), rtol=0, atol=1e-6)
-    both = script.CalibratedTransforms(len(classes), "minirocket+hydra", random_state=3).fit(cases, index)
+    both = blend_script.CalibratedTransforms(len(classes), "minirocket+hydra", random_state=3).fit(cases, index)
     hydra_features = both.transforms_[1].transform(both._array(test)).shape[1]
     assert both.coef_.shape[1] == reference.coef_.shape[1] + hydra_features
     proba = both.predict_proba(test)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert np.mean(classes[proba.argmax(axis=1)] == y_test) >= 0.9  # BasicMotions: MiniRocket alone scores 1.0
     with pytest.raises(SystemExit):
-        script.main(["--store", "absent.sqlite", "--partners", "rocket"])
+        blend_script.main(["--store", "absent.sqlite", "--partners", "rocket"])
     assert "--partners 'rocket'" in capsys.readouterr().err  # named before the missing store
