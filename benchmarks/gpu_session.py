@@ -17,8 +17,9 @@ prints to OUT/<check>.log and a summary to OUT/summary.md:
    tokens: reference and fused evolving attention against ``nn.TransformerEncoder``; time and memory ratios).
 2. default-fits: ``benchmarks/cost_table.py --device cuda`` on --problems (default: six panel problems), one
    default EA-DC-T fit at a time, fit+predict seconds and accuracy, and their median.
-3. ensemble: GunPoint, one default fit against ``n_estimators=5`` with ``n_jobs=5`` (members in worker
-   processes sharing the GPU), and the ratio of the two fit times.
+3. ensemble: GunPoint, one default fit against ``n_estimators=5`` trained together (stacked weights under
+   vmap, the default on a GPU) and against five members in worker processes sharing the GPU (``n_jobs=5``,
+   ``train_members_together=False``), and the ratios of their fit times to one fit's.
 
 The checks' targets (the "Fast fits" issue): a default fit of a panel problem in at most 5 s (median), five
 members in at most twice one member's time, and at T = 2048 a step within 5x of TransformerEncoder's time and
@@ -42,7 +43,7 @@ WHEELS, DATA = ROOT / ".whl", ROOT / ".gpu_data"
 #: What tsrep imports that the GPU image does not hold (the device tool's list of its packages).
 MISSING_THERE = ("aeon", "Deprecated")
 PROBLEMS = ("GunPoint", "ArrowHead", "Coffee", "Beef", "Lightning7", "ECG5000")
-DEFAULT_LIMITS = {"long-series": 150, "default-fits": 240, "ensemble": 150}
+DEFAULT_LIMITS = {"long-series": 150, "default-fits": 240, "ensemble": 180}
 
 
 def prepare(problems) -> None:
@@ -110,12 +111,14 @@ from tsrep.data import load_archive
 X, y = load_archive("GunPoint", split="train", offline=sys.argv[1])
 Xt, yt = load_archive("GunPoint", split="test", offline=sys.argv[1])
 row = {}
-for label, params in (("one", {}), ("five", {"n_estimators": 5, "n_jobs": 5})):
+for label, params in (("one", {}), ("five", {"n_estimators": 5, "train_members_together": True}),
+                      ("five_processes", {"n_estimators": 5, "n_jobs": 5, "train_members_together": False})):
     est = EADCTransformerClassifier(random_state=0, device="cuda", **params)
     start = time.perf_counter(); est.fit(X, y); torch.cuda.synchronize()
     row[label + "_fit_s"] = time.perf_counter() - start
     row[label + "_accuracy"] = float((est.predict(Xt) == yt).mean())
-row["ratio"] = row["five_fit_s"] / row["one_fit_s"]
+row["ratio"] = row["five_fit_s"] / row["one_fit_s"]  # target: at most 2
+row["ratio_processes"] = row["five_processes_fit_s"] / row["one_fit_s"]
 print(json.dumps(row))
 """
 

@@ -3,6 +3,7 @@
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from tsrep.training.callbacks import Callback
@@ -33,3 +34,12 @@ def load_benchmark_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def two_class_series(n=24, c=2, t=16, seed=0):
+    """(X (n, c, t), y) of labels "a" and "b" in turn; class "b" is shifted by 1.5 over its first t // 2 steps."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, c, t))
+    y = np.array(["a", "b"] * (n // 2))
+    X[y == "b", :, : t // 2] += 1.5
+    return X, y

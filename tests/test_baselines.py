@@ -8,6 +8,7 @@ import pytest
 import torch
 from aeon.testing.estimator_checking import parametrize_with_checks as aeon_checks
 
+from helpers import two_class_series
 from tsrep.estimators import BackboneClassifier, BackboneRegressor, _memory
 from tsrep.estimators.baselines import BACKBONES, baseline_encoder
 from tsrep.exceptions import InsufficientMemoryError
@@ -15,12 +16,7 @@ from tsrep.exceptions import InsufficientMemoryError
 TINY = {"d_model": 8, "n_blocks": 2, "n_heads": 2, "max_epochs": 2, "min_steps": 0, "batch_size": 8, "random_state": 0}
 
 
-def _data(n=24, c=2, t=16, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, c, t))
-    y = np.array(["a", "b"] * (n // 2))
-    X[y == "b", :, : t // 2] += 1.5
-    return X, y
+_data = two_class_series
 
 
 def test_baselines_and_ea_dc_transformer_share_one_harness_as_siblings():

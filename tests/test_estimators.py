@@ -6,17 +6,13 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import two_class_series
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 
 TINY = EADCTransformerClassifier._get_test_params()
 
 
-def _data(n=24, c=2, t=16, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, c, t))
-    y = np.array(["a", "b"] * (n // 2))
-    X[y == "b", :, : t // 2] += 1.5
-    return X, y
+_data = two_class_series
 
 
 def test_same_random_state_gives_identical_predictions():

@@ -43,7 +43,7 @@ from tsrep.estimators._checks import (
     seed_from,
 )
 from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, check_declared, constraints_of
-from tsrep.estimators._ensemble import clone_member, fit_members
+from tsrep.estimators._ensemble import clone_member, fit_members, members_train_together
 from tsrep.estimators._saving import load_estimator, save_estimator
 from tsrep.estimators._tasks import (
     resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps, resolve_mixup, resolve_patience,
@@ -53,7 +53,7 @@ from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.callbacks import check_callbacks
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
-from tsrep.training.loop import cpu_state_dict, stratified_split
+from tsrep.training.loop import History, cpu_state_dict, stratified_split
 from tsrep.training.precise_bn import recompute_batchnorm_statistics
 from tsrep.training.resume import PRETRAIN_STATE_FILE, TrainCheckpoint, stored_seed
 
@@ -73,6 +73,7 @@ AEON_TAGS = {
 RECIPE_PARAMS = frozenset({
     "lr", "batch_size", "max_epochs", "min_steps", "validation_fraction", "patience", "optimizer",
     "optimizer_kwargs", "weight_decay", "lr_schedule", "label_smoothing", "mixup", "class_weight", "grad_clip", "n_jobs",
+    "train_members_together",
     "device", "random_state", "verbose", "callbacks", "checkpoint_dir", "warm_start", "pretrain_epochs",
     "mask_ratio", "mask_mean_length", "masking", "pretrained_encoder",
 })
@@ -171,13 +172,17 @@ class DeepSeriesEstimator:
         finally:
             del self.__sample_weight, self.__warm
 
-    def _fit_as_member(self, X, y, sample_weight, index: int):
-        """fit as member `index` of a seed ensemble (callbacks are told which member they follow)."""
+    def _fit_as_member(self, X, y, sample_weight, index: int, deferred: list | None = None):
+        """fit as member `index` of a seed ensemble (callbacks are told which member they follow).
+
+        deferred: a list that the fit appends its network's training to (tsrep.training.members.DeferredTraining)
+        instead of training it; the ensemble trains the members together and calls :meth:`_finish_training`."""
         self.__member = index
+        self.__deferred = deferred
         try:
             return self.fit(X, y, sample_weight=sample_weight)
         finally:
-            del self.__member
+            del self.__member, self.__deferred
 
     def _member_params(self, index: int | None) -> dict:
         """Parameters of ensemble member `index` beside its seed (index None: of the member that needs the
@@ -199,7 +204,7 @@ class DeepSeriesEstimator:
         if warm is not None:
             self._check_warm_start(warm)
         if self.n_estimators > 1:
-            concurrent = min(self._n_jobs, self.n_estimators)
+            concurrent = self.n_estimators if members_train_together(self) else min(self._n_jobs, self.n_estimators)
             if concurrent > 1:  # members training at once add up their memory: refuse here, not in a worker
                 probe = clone_member(self, n_estimators=1, n_jobs=1, warm_start=False, **self._member_params(None))
                 probe._concurrent_fits = concurrent
@@ -281,18 +286,38 @@ class DeepSeriesEstimator:
                 "params": self.get_params(deep=False), "member": member, "phase": "train", "estimator": self,
                 "make_scorer": self._scorer_maker(model, score_fn, device),
             }
-            self.history_ = train_supervised(
-                model, train_data, val_data, loss_fn, score_fn, config, device, generator,
-                callbacks=self.callbacks, checkpoint=checkpoint, fit_info=fit_info,
-            )
-            if self.precise_bn_:
-                # All of TRAIN (a validation part too: no labels are used), batches drawn by a generator of this
-                # fit's seed, so that a refit or a resumed fit gives the same statistics.
-                recompute_batchnorm_statistics(
-                    model, data, self.batch_size, device, torch.Generator().manual_seed(seed)
+            deferred = self.__dict__.get("_DeepSeriesEstimator__deferred")
+            if deferred is not None:  # an ensemble member whose network trains with the others' (_ensemble)
+                from tsrep.training.members import DeferredTraining  # torch.func: only ensembles that need it
+
+                run = DeferredTraining(model, train_data, val_data, loss_fn, score_fn, config, device, generator,
+                                       all_data=data)
+                if device.type == "cuda":
+                    run.cuda_rng_state = torch.cuda.get_rng_state(device)
+                deferred.append(run)
+                self.history_ = History()  # set by _finish_training once the members have trained
+            else:
+                self.history_ = train_supervised(
+                    model, train_data, val_data, loss_fn, score_fn, config, device, generator,
+                    callbacks=self.callbacks, checkpoint=checkpoint, fit_info=fit_info,
                 )
+                self._precise_bn(model, data, device, seed)
         self._set_fitted_network(model, n_outputs)
         return self
+
+    def _precise_bn(self, model, data, device, seed: int) -> None:
+        if self.precise_bn_:
+            # All of TRAIN (a validation part too: no labels are used), batches drawn by a generator of this
+            # fit's seed, so that a refit or a resumed fit gives the same statistics.
+            recompute_batchnorm_statistics(model, data, self.batch_size, device, torch.Generator().manual_seed(seed))
+
+    def _finish_training(self, run, history: History) -> None:
+        """After a deferred training `run` (an ensemble member's, tsrep.training.members.DeferredTraining): its
+        history and what follows training in a fit."""
+        self.history_ = history
+        self._precise_bn(run.model, run.all_data, run.device, self._training_seed())
+        self.best_epoch_ = history.best_epoch
+        self.n_epochs_ = len(history.train_loss)
 
     def _training_seed(self) -> int:
         """The seed of this fit, the same on every rank of a data-parallel run."""

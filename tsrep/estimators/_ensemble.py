@@ -21,13 +21,16 @@ import math
 import numbers
 from pathlib import Path
 
+import warnings
+
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
 from tsrep._io import atomic_write
-from tsrep.estimators._checks import seed_from
+from tsrep.estimators._checks import resolve_device, seed_from
 from tsrep.estimators._tasks import resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps
+from tsrep.training.distributed import is_distributed
 from tsrep.training.resume import check_writable_directory
 
 
@@ -125,6 +128,8 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
         else:
             member = clone_member(est, **own)
         members.append(member)
+    if members_train_together(est, previous, warn=True):
+        return _fit_members_together(est, members, X, y, sample_weight)
     if min(est._n_jobs, est.n_estimators) > 1 and est.callbacks is not None:
         # Checked even when this fit stays in process: whether callbacks are accepted must not hang on
         # the size of the data.
@@ -135,6 +140,54 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
     return Parallel(n_jobs=min(est._n_jobs, len(members)))(
         delayed(_fit_member)(m, X, y, sample_weight, i) for i, m in enumerate(members)
     )
+
+
+def members_train_together(est, previous=None, warn: bool = False) -> bool:
+    """Whether `est`'s members train together (its ``train_members_together``, "auto": on a CUDA device), as
+    far as its parameters tell; what the built networks tell is checked after them (why_not_together).
+    warn: a UserWarning naming the reason when True was asked and cannot be honoured."""
+    wanted = est.__dict__.get("train_members_together", False)
+    if wanted == "auto":
+        wanted = resolve_device(est.device).type == "cuda"
+    if wanted is not True:
+        return False
+    reason = None
+    if est.callbacks is not None:
+        reason = "callbacks follow one member's epochs"
+    elif est.checkpoint_dir is not None:
+        reason = "each member writes its own checkpoints (checkpoint_dir)"
+    elif previous is not None:
+        reason = "a warm start continues each member's own training"
+    elif any(est._member_params(i) for i in range(est.n_estimators)):
+        reason = "the members differ in their networks (a sequence of max_tokens)"
+    elif est.__dict__.get("compile"):
+        reason = "compile traces one network"
+    elif is_distributed():
+        reason = "the members train data-parallel under torchrun"
+    if reason is not None and warn and est.train_members_together is True:
+        warnings.warn(f"train_members_together=True: the members are fitted separately, since {reason}",
+                      UserWarning, stacklevel=4)
+    return reason is None
+
+
+def _fit_members_together(est, members: list, X, y, sample_weight) -> list:
+    """Fit the members with their networks' training deferred, then train the networks together (or, when the
+    built networks cannot, each on its own, as a separate fit would)."""
+    from tsrep.training.members import train_one, train_together, why_not_together
+
+    runs = []
+    members = [m._fit_as_member(X, y, sample_weight, i, deferred=runs) for i, m in enumerate(members)]
+    reason = why_not_together(runs)
+    if reason is None:
+        histories = train_together(runs)
+    else:
+        if est.train_members_together is True:
+            warnings.warn(f"train_members_together=True: the members are trained separately, since {reason}",
+                          UserWarning, stacklevel=4)
+        histories = [train_one(run) for run in runs]
+    for member, run, history in zip(members, runs, histories):
+        member._finish_training(run, history)
+    return members
 
 
 def _check_callbacks_travel(callbacks, n_jobs) -> None:

@@ -244,6 +244,19 @@ TRAINING = {
         1, [positive_int(), Interval(Integral, None, -1, closed="right")],
         "Ensemble members fitted in parallel by joblib processes (-1: all cores).", type_name="int",
     ),
+    "train_members_together": Declared(
+        "auto", [StrOptions({"auto"}), "boolean"],
+        "Train an ensemble's members together in this process: their weights stacked and run as one network "
+        "under torch.func.vmap, one kernel launch per operation for all members (tsrep.training.members), where "
+        "a GPU's steps on small problems are bound by launches. Each member keeps its own shuffles, dropout, "
+        "BatchNorm statistics and gradient clipping, but draws other random numbers than a separate fit. "
+        '"auto": on a CUDA device; on a CPU, where one thread took as long for three members together as one after '
+        "another, the members are fitted separately (in parallel with n_jobs). "
+        "Members that cannot train together (a validation split, different token budgets, callbacks, "
+        "checkpoint_dir, compile, DEACON head mixing, a plateau schedule) are fitted separately, with a warning "
+        "when True asked otherwise.",
+        type_name='"auto" or bool',
+    ),
     # names, torch.device objects and what helps: tsrep.estimators._checks.resolve_device
     "device": Declared(
         "auto", "no_validation", 'Where the network trains and predicts ("auto": a GPU when there is one).',

@@ -7,6 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm
 
+from tsrep.nn._compile import compiling
+
 
 class CausalDilatedConv1d(nn.Module):
     """Conv1d over time that sees only the current and earlier steps.
@@ -24,4 +26,12 @@ class CausalDilatedConv1d(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (B, C_in, T) -> (B, C_out, T)"""
-        return self.conv(F.pad(x, (self.left_pad, 0)))
+        x = F.pad(x, (self.left_pad, 0))
+        if compiling():
+            # The weight g * v / ||v|| in stock operations: torch.func.vmap (ensemble members trained together)
+            # has no batching rule for the parametrization's torch._weight_norm and would loop over the members.
+            weight = self.conv.parametrizations.weight
+            g, v = weight.original0, weight.original1
+            w = v * (g / torch.linalg.vector_norm(v, dim=tuple(range(1, v.ndim)), keepdim=True))
+            return F.conv1d(x, w, self.conv.bias, dilation=self.conv.dilation)
+        return self.conv(x)

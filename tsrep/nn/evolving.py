@@ -194,7 +194,8 @@ class AttentionMapEvolution(nn.Module):
         if logit_bias is not None:
             a_in = a_in.add_(logit_bias)
         if prev_logits is not None and self.alpha > 0:
-            a_in = a_in.lerp_(prev_logits, self.alpha)
+            # In place where the map is this step's own; the stock path's vmap has no rule for lerp_.
+            a_in = torch.lerp(a_in, prev_logits, self.alpha) if compiling() else a_in.lerp_(prev_logits, self.alpha)
         return self._evolve(a_in, valid, query_valid, owned=True)
 
     def _evolve(

@@ -107,8 +107,10 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
             self.num_batches_tracked.add_(1)
             factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
             unbiased = var * n / (n - 1).clamp_min(1)
-            self.running_mean.lerp_(mean.to(self.running_mean.dtype), factor)
-            self.running_var.lerp_(unbiased.to(self.running_var.dtype), factor)
+            # copy_ of an out-of-place lerp: the same numbers as lerp_, which torch.func.vmap (ensemble members
+            # trained together) has no batching rule for.
+            self.running_mean.copy_(torch.lerp(self.running_mean, mean.to(self.running_mean.dtype), factor))
+            self.running_var.copy_(torch.lerp(self.running_var, unbiased.to(self.running_var.dtype), factor))
 
 
 class SequenceNorm(nn.Module):

@@ -32,10 +32,12 @@ def resolve_optimizer(name) -> type[torch.optim.Optimizer]:
 
 
 def build_optimizer(
-    name, params, lr: float, extra_kwargs: dict | None = None, weight_decay: float = 0.0
+    name, params, lr: float, extra_kwargs: dict | None = None, weight_decay: float = 0.0, member_axis: bool = False
 ) -> torch.optim.Optimizer:
     """The optimiser `name` over `params`; with weight_decay > 0, decay applies to weight matrices and
-    kernels only (parameters of 2 or more dimensions): biases and norm scales keep none.
+    kernels only (parameters of 2 or more dimensions): biases and norm scales keep none. member_axis: each
+    parameter stacks the weights of ensemble members along its first axis (tsrep.training.members), which the
+    rule does not count.
 
     Weight decay is decoupled from the gradient step (Loshchilov and Hutter, "Decoupled Weight Decay
     Regularization", ICLR 2019) for AdamW and for RAdam (its ``decoupled_weight_decay`` option); other
@@ -51,9 +53,10 @@ def build_optimizer(
     kwargs.update(extra_kwargs or {})
     if weight_decay:
         trained = [p for p in params if p.requires_grad]
+        kernel = 3 if member_axis else 2
         groups = [
-            {"params": [p for p in trained if p.ndim >= 2], "weight_decay": weight_decay},
-            {"params": [p for p in trained if p.ndim < 2], "weight_decay": 0.0},
+            {"params": [p for p in trained if p.ndim >= kernel], "weight_decay": weight_decay},
+            {"params": [p for p in trained if p.ndim < kernel], "weight_decay": 0.0},
         ]
         params = [group for group in groups if group["params"]]
     elif cls is torch.optim.AdamW:

@@ -1,0 +1,233 @@
+"""The members of a seed ensemble trained together: their weights stacked, one forward and backward pass for all.
+
+Members of one architecture differ only in their weights and their random numbers. Stacked (each weight becomes
+``(n_members, *shape)``) and run through one network's forward pass under :func:`torch.func.vmap` (the model
+ensembling recipe of torch.func's documentation), they take their optimiser steps together: each operation is one
+kernel launch for all members where separate fits launch one each. A GPU's steps on small problems are bound by
+those launches, so there the members cost little more than one fit. On a CPU the arithmetic is the same and the
+stock operations vmap needs are slower than the hand-fused steps, so separate fits stay the CPU's choice.
+
+Each member keeps what a separate fit would own: its shuffles and mixup draws (its generator), its dropout numbers
+(vmap's ``randomness="different"``), its BatchNorm statistics (stacked buffers) and its gradient clipping (the norm
+of its own gradient). The numbers drawn differ from a separate fit's, so a member is another sample of the same
+recipe, not the same network.
+
+forward of :class:`StackedMembers`: values (M, B, T, C), valid (M, B, T) bool or None -> outputs (M, B, n_outputs).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+from tsrep.nn._compile import stock_ops
+from tsrep.training.config import TrainConfig
+from tsrep.training.deacon import pca_layers
+from tsrep.training.loop import History, SeriesBatchData, check_finite_loss, shuffled_batches, train_supervised
+from tsrep.training.mixup import mix, mixup_partners
+from tsrep.training.optim import build_optimizer
+from tsrep.training.schedules import LRSchedule
+
+
+@dataclass
+class DeferredTraining:
+    """What one member's fit prepared for :func:`tsrep.training.train_supervised`, kept until every member has
+    built its network: the arguments of that call and the global random states at the moment it would have run
+    (so that a member trained on its own after all equals a separate fit)."""
+
+    model: nn.Module
+    train: SeriesBatchData
+    val: SeriesBatchData | None
+    loss_fn: object
+    score_fn: object
+    config: TrainConfig
+    device: torch.device
+    generator: torch.Generator
+    all_data: SeriesBatchData | None = None  # all of TRAIN, validation part included (PreciseBN reads it)
+    rng_state: torch.Tensor = field(default_factory=torch.get_rng_state)
+    cuda_rng_state: torch.Tensor | None = None
+
+
+def why_not_together(runs: list[DeferredTraining]) -> str | None:
+    """None when the members of `runs` can train together, else why not (a phrase for a warning)."""
+    first = runs[0]
+    if any(run.val is not None for run in runs):
+        return "a validation split keeps each member's own best epoch"
+    if any(pca_layers(run.model) for run in runs):
+        return "DEACON head mixing trains its projections by its own rule"
+    if first.config.lr_schedule not in ("onecycle", "cosine", "none"):
+        return f"lr_schedule={first.config.lr_schedule!r} steps on each member's own losses"
+    if any(not p.requires_grad for p in first.model.parameters()):
+        return "part of the network is frozen"
+    shapes = lambda run: [(k, v.shape, v.dtype) for k, v in run.model.state_dict().items()]  # noqa: E731
+    for run in runs[1:]:
+        if run.config != first.config or shapes(run) != shapes(first) or type(run.model) is not type(first.model):
+            return "the members' networks or settings differ"
+        if run.train.values.shape != first.train.values.shape or run.device != first.device:
+            return "the members' data or devices differ"
+    return None
+
+
+def train_one(run: DeferredTraining, callbacks=None, checkpoint=None, fit_info=None) -> History:
+    """The deferred member trained on its own, from the random states its fit left: a separate fit's result."""
+    devices = [run.device.index or 0] if run.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.set_rng_state(run.rng_state)
+        if run.cuda_rng_state is not None:
+            torch.cuda.set_rng_state(run.cuda_rng_state, run.device)
+        return train_supervised(run.model, run.train, run.val, run.loss_fn, run.score_fn, run.config, run.device,
+                                run.generator, callbacks, checkpoint, fit_info)
+
+
+class StackedMembers(nn.Module):
+    """The weights and buffers of M networks of one architecture, each stacked along a new first axis, run
+    through the first network's forward pass by vmap (stock operations: tsrep.nn.stock_ops).
+
+    The networks themselves are left untouched until :meth:`copy_into`. Train and eval mode are the first
+    network's (a module that keeps itself in eval mode, such as a frozen part, stays so)."""
+
+    def __init__(self, models: list[nn.Module]):
+        super().__init__()
+        params, buffers = stack_module_state(models)
+        self.parameter_names = list(params)
+        self.buffer_names = list(buffers)
+        self.weights = nn.ParameterList([nn.Parameter(params[name].detach()) for name in self.parameter_names])
+        for i, name in enumerate(self.buffer_names):
+            self.register_buffer(f"buffer_{i}", buffers[name].detach().clone())
+        self._template = [models[0]]  # a list: not a submodule, so its own weights are no parameters of this one
+        self.n_members = len(models)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self._template[0].train(mode)
+        return self
+
+    def forward(self, values: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+        """values (M, B, T, C), valid (M, B, T) bool or None -> (M, B, n_outputs)"""
+        template = self._template[0]
+
+        def one_member(params, buffers, x, v):
+            return functional_call(template, (params, buffers), (x, v))
+
+        params = dict(zip(self.parameter_names, self.weights))
+        buffers = {name: getattr(self, f"buffer_{i}") for i, name in enumerate(self.buffer_names)}
+        # The hand-fused autograd functions have no batching rules: vmap traces the stock operations.
+        with stock_ops():
+            return vmap(one_member, in_dims=(0, 0, 0, None if valid is None else 0), randomness="different")(
+                params, buffers, values, valid
+            )
+
+    @torch.no_grad()
+    def copy_into(self, models: list[nn.Module]) -> None:
+        """Member m's weights and buffers into models[m]."""
+        for m, model in enumerate(models):
+            for name, weight in zip(self.parameter_names, self.weights):
+                model.get_parameter(name).copy_(weight[m])
+            for i, name in enumerate(self.buffer_names):
+                model.get_buffer(name).copy_(getattr(self, f"buffer_{i}")[m])
+
+
+def clip_each_member(weights, max_norm: float) -> None:
+    """Scale each member's gradient to a norm of at most max_norm, as clip_grad_norm_ does for one network
+    (the norm over all of that member's gradients)."""
+    grads = [w.grad for w in weights if w.grad is not None]
+    if not grads:
+        return
+    squares = torch.stack([g.flatten(1).float().pow(2).sum(1) for g in grads]).sum(0)  # (M,)
+    factor = (max_norm / (squares.sqrt() + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(factor.view(-1, *([1] * (g.ndim - 1))).to(g.dtype))
+
+
+def _members_batch(runs: list[DeferredTraining], indices: list[torch.Tensor], mixup: float):
+    """Each member's batch of its own cases (mixed with partners under mixup), padded to one length.
+    Returns values (M, B, T, C), valid (M, B, T) or None, and per member (targets, weights, partner targets,
+    partner weights, lam)."""
+    device = runs[0].device
+    batches, extras = [], []
+    for run, index in zip(runs, indices):
+        values, valid, targets = run.train.batch(index, device)
+        weights = run.train.batch_weights(index, device)
+        if mixup:
+            lam, partners = mixup_partners(mixup, index, run.generator)
+            partner_values, partner_valid, partner_targets = run.train.batch(partners, device)
+            values, valid = mix(values, valid, partner_values, partner_valid, lam)
+            extras.append((targets, weights, partner_targets, run.train.batch_weights(partners, device), lam))
+        else:
+            extras.append((targets, weights, None, None, 1.0))
+        batches.append((values, valid))
+    length = max(values.shape[1] for values, _ in batches)
+    if all(valid is None for _, valid in batches) and all(v.shape[1] == length for v, _ in batches):
+        return torch.stack([values for values, _ in batches]), None, extras
+    padded = [_pad(values, valid, length) for values, valid in batches]
+    return torch.stack([v for v, _ in padded]), torch.stack([m for _, m in padded]), extras
+
+
+def _pad(values: torch.Tensor, valid: torch.Tensor | None, length: int):
+    """(B, t, C) values and (B, t) valid steps or None -> both over `length` steps, the new ones invalid zeros."""
+    if valid is None:
+        valid = torch.ones(values.shape[:2], dtype=torch.bool, device=values.device)
+    extra = length - values.shape[1]
+    return nn.functional.pad(values, (0, 0, 0, extra)), nn.functional.pad(valid, (0, extra))
+
+
+def train_together(runs: list[DeferredTraining]) -> list[History]:
+    """Train the deferred members' networks together (in place); returns each member's history.
+
+    The runs must pass :func:`why_not_together`. The loop is :func:`train_supervised`'s without a validation
+    split: the same epochs and step floor, shuffles, mixup, schedule, gradient clipping and per-epoch finiteness
+    check, for each member at once."""
+    first = runs[0]
+    config, device = first.config, first.device
+    models = [run.model for run in runs]
+    stack = StackedMembers(models).to(device)
+    optimizer = build_optimizer(config.optimizer, stack.parameters(), config.lr, config.optimizer_kwargs,
+                                weight_decay=config.weight_decay, member_axis=True)
+    n_cases = len(first.train)
+    steps_per_epoch = sum(1 for _ in shuffled_batches(n_cases, config.batch_size, torch.Generator()))
+    epochs = max(config.max_epochs, math.ceil(config.min_steps / max(steps_per_epoch, 1)))
+    schedule = LRSchedule(config.lr_schedule, optimizer, epochs * steps_per_epoch)
+    histories = [History() for _ in runs]
+    dtype = torch.float32 if device.type == "mps" else torch.float64
+    for epoch in range(epochs):
+        tic = time.perf_counter()
+        stack.train()
+        totals, seen = torch.zeros(len(runs), dtype=dtype, device=device), 0
+        for indices in zip(*(shuffled_batches(n_cases, config.batch_size, run.generator) for run in runs)):
+            optimizer.zero_grad(set_to_none=True)
+            values, valid, extras = _members_batch(runs, list(indices), config.mixup)
+            outputs = stack(values, valid)
+            losses = []
+            for run, out, (targets, weights, partner_targets, partner_weights, lam) in zip(runs, outputs, extras):
+                loss = _case_loss(run.loss_fn, out, targets, weights)
+                if partner_targets is not None:
+                    loss = lam * loss + (1.0 - lam) * _case_loss(run.loss_fn, out, partner_targets, partner_weights)
+                losses.append(loss)
+            losses = torch.stack(losses)
+            losses.sum().backward()  # the members share no weight: each gets its own loss's gradient
+            if config.grad_clip:
+                clip_each_member(stack.weights, config.grad_clip)
+            optimizer.step()
+            schedule.after_step()
+            totals += losses.detach() * len(indices[0])
+            seen += len(indices[0])
+        seconds = time.perf_counter() - tic
+        for m, history in enumerate(histories):
+            history.train_loss.append(check_finite_loss(totals[m], f"training loss of member {m} at epoch {epoch}",
+                                                        config.lr) / max(seen, 1))
+            history.epoch_seconds.append(seconds)
+    for history in histories:
+        history.best_epoch = len(history.train_loss) - 1
+    stack.copy_into(models)
+    for model in models:
+        model.eval()
+    return histories
+
+
+def _case_loss(loss_fn, outputs, targets, weights):
+    return loss_fn(outputs, targets) if weights is None else loss_fn(outputs, targets, weights)
