@@ -58,13 +58,27 @@ def test_members_trained_together_equal_separate_fits_when_the_step_draws_nothin
 
 def test_members_trained_together_with_dropout_and_mixup_learn():
     X, y = _data(n=32)
-    est = EADCTransformerClassifier(**{**TINY, "max_epochs": 30, "blend_minirocket": False}, n_estimators=3,
+    est = EADCTransformerClassifier(**{**TINY, "max_epochs": 60, "blend_minirocket": False}, n_estimators=3,
                                     train_members_together=True).fit(X, y)
-    for member in est.estimators_:
+    for member in est.estimators_:  # 0.49 to 0.60 measured, and so for separate fits (mixup keeps the loss high)
         losses = member.history_.train_loss
-        assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5])
+        assert np.mean(losses[-5:]) < 0.75 * np.mean(losses[:5])
         assert member.best_epoch_ == len(losses) - 1
     assert est.score(X, y) >= 0.9
+
+
+def test_members_trained_together_are_reproducible_and_leave_the_global_generator_alone():
+    X, y = _data()
+    params = {**TINY, "blend_minirocket": False, "n_estimators": 2, "train_members_together": True}
+    torch.manual_seed(1)
+    first = EADCTransformerClassifier(**params).fit(X, y).predict_proba(X)
+    state = torch.get_rng_state()
+    torch.manual_seed(2)  # another global state: the fit must not depend on it
+    second = EADCTransformerClassifier(**params).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(first, second)
+    torch.manual_seed(1)
+    EADCTransformerClassifier(**params).fit(X, y)
+    assert torch.equal(torch.get_rng_state(), state)
 
 
 def test_stacked_members_forward_is_each_networks_forward_masks_included():

@@ -181,7 +181,18 @@ def train_together(runs: list[DeferredTraining]) -> list[History]:
 
     The runs must pass :func:`why_not_together`. The loop is :func:`train_supervised`'s without a validation
     split: the same epochs and step floor, shuffles, mixup, schedule, gradient clipping and per-epoch finiteness
-    check, for each member at once."""
+    check, for each member at once. The members' dropout draws from the global generator, seeded here from the
+    first member's state (so that a fit is reproducible) and restored after (so that the caller's is untouched)."""
+    first = runs[0]
+    devices = [first.device.index or 0] if first.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.set_rng_state(first.rng_state)
+        if first.cuda_rng_state is not None:
+            torch.cuda.set_rng_state(first.cuda_rng_state, first.device)
+        return _train_together(runs)
+
+
+def _train_together(runs: list[DeferredTraining]) -> list[History]:
     first = runs[0]
     config, device = first.config, first.device
     models = [run.model for run in runs]
