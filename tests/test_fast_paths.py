@@ -164,3 +164,25 @@ def test_a_non_finite_loss_stops_the_fit_at_the_end_of_its_epoch_naming_it(monke
     monkeypatch.setattr(tasks, "classification_loss", nan_from_the_sixth_batch)
     with pytest.raises(FloatingPointError, match=r"training loss at epoch 1 became nan; try a smaller lr \(now 0\.001\)"):
         EADCTransformerClassifier(**tiny, mixup=0.0).fit(X, y)
+
+
+# ----------------------------------------------------------------------------- data on the device
+def test_training_data_is_copied_to_an_accelerator_once_and_batches_are_cut_there_alike(monkeypatch):
+    from tsrep.training import loop
+    from tsrep.training.loop import SeriesBatchData
+
+    lengths = torch.tensor([6, 4, 6, 2, 5])
+    valid = torch.arange(6).expand(5, 6) < lengths[:, None]
+    data = SeriesBatchData(torch.randn(5, 6, 2) * valid[..., None], valid, torch.arange(5), torch.rand(5))
+    assert data.to_device("cpu") is data  # a CPU reads the data where it is
+    # "meta" stands in for a GPU: tensors with shapes and no values, on another device than the CPU.
+    resident = data.to_device("meta")
+    assert resident.values.is_meta and resident.targets.is_meta and not resident.valid.is_meta
+    for index in (torch.tensor([1, 3]), torch.tensor([0, 4, 2])):
+        values, mask, targets = resident.batch(index, "meta")
+        cpu_values, cpu_mask, _ = data.batch(index, "cpu")
+        assert values.is_meta and values.shape == cpu_values.shape and targets.shape == (len(index),)
+        assert (mask is None) == (cpu_mask is None)
+        assert resident.batch_weights(index, "meta").shape == (len(index),)
+    monkeypatch.setattr(loop, "RESIDENT_BYTES", 10)
+    assert data.to_device("meta") is data  # too large: batch by batch

@@ -52,6 +52,10 @@ class History:
     best_epoch: int = -1
 
 
+#: Training data up to this size is copied to a GPU once (SeriesBatchData.to_device), larger data batch by batch.
+RESIDENT_BYTES = 1 << 30
+
+
 @dataclass
 class SeriesBatchData:
     """Padded series (n, T, C) float32, valid mask (n, T) bool, targets (n,) long or (n, k) float,
@@ -70,17 +74,37 @@ class SeriesBatchData:
         return SeriesBatchData(self.values[index], self.valid[index], pick(self.targets), pick(self.weights))
 
     def batch(self, index: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """(values, mask or None, targets) of the cases `index` (a CPU tensor) on `device`.
+
+        The valid steps stay on the CPU, so trimming to the batch's longest series reads no device memory; the
+        copies to the device do not wait for it either (non_blocking): a step's kernels are queued while the
+        previous step's still run. Values already on the device (:meth:`to_device`) are gathered there."""
         valid = self.valid[index]
         # Trim to the longest series of the batch: short batches of unequal-length data run faster.
         t = int(valid.sum(1).max())
         valid = valid[:, :t]
-        values = self.values[index, :t].to(device)
-        targets = self.targets[index].to(device) if self.targets is not None else None
-        mask = None if bool(valid.all()) else valid.to(device)
+        rows = self._rows(index)
+        values = self.values[rows, :t].to(device, non_blocking=True)
+        targets = self.targets[rows].to(device, non_blocking=True) if self.targets is not None else None
+        mask = None if bool(valid.all()) else valid.to(device, non_blocking=True)
         return values, mask, targets
 
     def batch_weights(self, index: torch.Tensor, device) -> torch.Tensor | None:
-        return None if self.weights is None else self.weights[index].to(device)
+        return None if self.weights is None else self.weights[self._rows(index)].to(device, non_blocking=True)
+
+    def _rows(self, index: torch.Tensor) -> torch.Tensor:
+        return index if self.values.device.type == "cpu" else index.to(self.values.device, non_blocking=True)
+
+    def to_device(self, device) -> "SeriesBatchData":
+        """The values, targets and weights copied to `device` once (the valid steps stay on the CPU): batches are
+        then gathered there instead of copied there step by step. The same object on a CPU, or when the data is
+        larger than RESIDENT_BYTES (it then travels batch by batch)."""
+        device = torch.device(device)
+        size = sum(t.nbytes for t in (self.values, self.targets, self.weights) if t is not None)
+        if device.type == "cpu" or size > RESIDENT_BYTES:
+            return self
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return SeriesBatchData(move(self.values), self.valid, move(self.targets), move(self.weights))
 
 
 def predict_outputs(
@@ -401,6 +425,7 @@ class SupervisedTrainer(Trainer):
         super().__init__(model, optimizer, train.values, device, generator, config.batch_size, config.grad_clip,
                          config.lr, callbacks)
         self.train, self.val, self.loss_fn, self.score_fn = train, val, loss_fn, score_fn
+        self.batches = train.to_device(device)  # what the steps read: on a GPU, the data copied there once
         self.mixup = config.mixup
         self.checkpoint = checkpoint
         self.history = History()
@@ -416,17 +441,17 @@ class SupervisedTrainer(Trainer):
 
     def batch_loss(self, index):
         shard = self.parallel.shard(index)  # one process: index itself
-        values, mask, targets = self.train.batch(shard, self.device)
-        weights = self.train.batch_weights(shard, self.device)
+        values, mask, targets = self.batches.batch(shard, self.device)
+        weights = self.batches.batch_weights(shard, self.device)
         if not self.mixup:
             return self.case_loss(self.parallel.model(values, mask), targets, weights), len(shard), len(index)
         lam, partners = mixup_partners(self.mixup, index, self.generator)
         partners = self.parallel.shard(partners)
-        partner_values, partner_mask, partner_targets = self.train.batch(partners, self.device)
+        partner_values, partner_mask, partner_targets = self.batches.batch(partners, self.device)
         values, mask = mix(values, mask, partner_values, partner_mask, lam)
         outputs = self.parallel.model(values, mask)
         loss = lam * self.case_loss(outputs, targets, weights) + (1.0 - lam) * self.case_loss(
-            outputs, partner_targets, self.train.batch_weights(partners, self.device)
+            outputs, partner_targets, self.batches.batch_weights(partners, self.device)
         )
         return loss, len(shard), len(index)
 

@@ -195,6 +195,8 @@ def train_together(runs: list[DeferredTraining]) -> list[History]:
 def _train_together(runs: list[DeferredTraining]) -> list[History]:
     first = runs[0]
     config, device = first.config, first.device
+    for run in runs:  # the members' data (the same cases) gathered on the device, not copied there step by step
+        run.train = run.train.to_device(device)
     models = [run.model for run in runs]
     stack = StackedMembers(models).to(device)
     optimizer = build_optimizer(config.optimizer, stack.parameters(), config.lr, config.optimizer_kwargs,

@@ -90,6 +90,7 @@ class MaskedPretrainer(Trainer):
         super().__init__(model, optimizer, data.values, device, generator, config.batch_size, config.grad_clip,
                          config.lr, callbacks)
         self.data, self.config, self.checkpoint = data, config, checkpoint
+        self.batches = data.to_device(device)  # on a GPU, the series copied there once
         self.history: list[float] = []
         self.fingerprint = None
         if checkpoint is not None:
@@ -101,19 +102,23 @@ class MaskedPretrainer(Trainer):
             self.loop_callbacks.append(ProgressBar("pretraining", {"loss": "train_loss"}))
 
     def batch_loss(self, index):
-        values, valid, _ = self.data.batch(index, self.device)
+        values, valid, _ = self.batches.batch(index, self.device)
         # A fresh mask for every batch of every epoch, drawn on the CPU generator (reproducible), for
         # the whole batch before this rank takes its rows: every rank and one process draw the same.
         mask = make_mask(
             tuple(values.shape), self.config.mask_ratio, self.config.mask_mean_length, self.config.masking,
             self.generator,
-        ).to(self.device)
-        n_batch = _n_counted(mask, valid)
+        )
+        # The entries counted, on the CPU from the CPU's valid steps: read from the device they would make the
+        # host wait for it at every step.
+        cpu_valid = None if valid is None else self.data.valid[index][:, : values.shape[1]]
+        n_batch = _n_counted(mask, cpu_valid)
         rows = self.parallel.shard(torch.arange(len(index)))  # one process: every row
-        values, mask = values[rows], mask[rows]
+        n_shard = _n_counted(mask[rows], None if cpu_valid is None else cpu_valid[rows])
+        values, mask = values[rows], mask[rows].to(self.device, non_blocking=True)
         valid = None if valid is None else valid[rows]
         prediction = self.parallel.model(apply_mask(values, mask), valid)
-        return masked_mse(prediction, values, mask, valid), _n_counted(mask, valid), n_batch
+        return masked_mse(prediction, values, mask, valid), n_shard, n_batch
 
     def record(self, logs: dict) -> None:
         self.history.append(logs["train_loss"])
