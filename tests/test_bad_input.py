@@ -223,6 +223,18 @@ def test_ensemble_members_training_at_once_are_refused_when_together_they_do_not
     with pytest.raises(ZeroDivisionError):
         EADCTransformerClassifier(**params, n_jobs=1).fit(X_long, y)
     assert reached == [2]
+    # Members trained together (one network of stacked weights) need the three at once too...
+    with pytest.raises(InsufficientMemoryError, match=r"3 members at once x 3\.0 GiB.*train_members_together=True: F"):
+        EADCTransformerClassifier(**params, n_jobs=1, train_members_together=True).fit(X_long, y)
+    # ... so "auto" on a GPU, where it trains them together, trains them one after another where they do not fit.
+    from tsrep.estimators import _ensemble
+
+    monkeypatch.setattr(_ensemble, "resolve_device", lambda device: torch.device("cuda"))
+    assert _ensemble.members_train_together(EADCTransformerClassifier(**params))
+    reached.clear()
+    with pytest.raises(ZeroDivisionError):
+        EADCTransformerClassifier(**params, n_jobs=1).fit(X_long, y)
+    assert reached == [2]
 
 
 def test_a_stem_on_very_long_series_is_refused_naming_it(monkeypatch):

@@ -49,6 +49,7 @@ from tsrep.estimators._tasks import (
     resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps, resolve_mixup, resolve_patience,
     resolve_precise_bn, resolve_validation_fraction,
 )
+from tsrep.exceptions import InsufficientMemoryError
 from tsrep.nn.augmentation import resolve_augmentation, validate_augmentation
 from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predict_outputs, train_supervised
 from tsrep.training.callbacks import check_callbacks
@@ -204,18 +205,29 @@ class DeepSeriesEstimator:
         if warm is not None:
             self._check_warm_start(warm)
         if self.n_estimators > 1:
-            concurrent = self.n_estimators if members_train_together(self) else min(self._n_jobs, self.n_estimators)
-            if concurrent > 1:  # members training at once add up their memory: refuse here, not in a worker
-                probe = clone_member(self, n_estimators=1, n_jobs=1, warm_start=False, **self._member_params(None))
-                probe._concurrent_fits = concurrent
-                with warnings.catch_warnings():  # the members warn of the data themselves
-                    warnings.simplefilter("ignore")
-                    probe._prepare_X(X, fit=True)
-            self.estimators_ = fit_members(self, X, y, weights, previous=None if warm is None else warm["estimators_"])
+            previous = None if warm is None else warm["estimators_"]
+            together = members_train_together(self, previous, warn=True)
+            try:
+                self._check_members_memory(X, self.n_estimators if together else min(self._n_jobs, self.n_estimators))
+            except InsufficientMemoryError:
+                if not together or self.train_members_together is True:
+                    raise
+                together = False  # "auto": members that do not fit together train one after another (or n_jobs)
+                self._check_members_memory(X, min(self._n_jobs, self.n_estimators))
+            self.estimators_ = fit_members(self, X, y, weights, previous=previous, together=together)
             self.n_parameters_ = int(sum(m.n_parameters_ for m in self.estimators_))
             return True, weights
         self.estimators_ = None
         return False, weights
+
+    def _check_members_memory(self, X, concurrent: int) -> None:
+        """Refuse here, not in a worker, members that cannot train `concurrent` at a time in memory."""
+        if concurrent > 1:
+            probe = clone_member(self, n_estimators=1, n_jobs=1, warm_start=False, **self._member_params(None))
+            probe._concurrent_fits = concurrent
+            with warnings.catch_warnings():  # the members warn of the data themselves
+                warnings.simplefilter("ignore")
+                probe._prepare_X(X, fit=True)
 
     # ----------------------------------------------------------------- data
     def _preprocess_collection(self, X, store_metadata=True):

@@ -105,11 +105,12 @@ def fits_in_process(est, X, y) -> bool:
     return estimated_fit_seconds(est, X, y) < IN_PROCESS_SECONDS
 
 
-def fit_members(est, X, y, sample_weight, previous=None) -> list:
+def fit_members(est, X, y, sample_weight, previous=None, together: bool = False) -> list:
     """Fitted clones of `est`, one per seed, each a single model (n_estimators=1); member i also takes
     ``est._member_params(i)`` (e.g. its token budget).
 
     previous: the members of the previous fit, continued (warm start) when there are as many.
+    together: train the members' networks together (tsrep.training.members; :func:`members_train_together`).
     checkpoint_dir: member i resumes from and writes to ``<checkpoint_dir>/member-<i>``.
     """
     seeds = member_seeds(est.random_state, est.n_estimators)
@@ -128,7 +129,7 @@ def fit_members(est, X, y, sample_weight, previous=None) -> list:
         else:
             member = clone_member(est, **own)
         members.append(member)
-    if members_train_together(est, previous, warn=True):
+    if together:
         return _fit_members_together(est, members, X, y, sample_weight)
     if min(est._n_jobs, est.n_estimators) > 1 and est.callbacks is not None:
         # Checked even when this fit stays in process: whether callbacks are accepted must not hang on

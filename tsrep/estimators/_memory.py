@@ -221,7 +221,8 @@ def check_backbone_memory(
     if largest == "padding":
         helps.append(_padding_help(n_blocks, kernel_size))
     if concurrent > 1:
-        helps.append(f"a smaller n_jobs ({concurrent} ensemble members train at once, each needing the estimate)")
+        helps.append(f"a smaller n_jobs ({concurrent} ensemble members train at once, each needing the estimate; "
+                     "with train_members_together=True: False)")
     if largest in ("maps", "activations") and batch > 2:
         grows = "the attention maps grow" if largest == "maps" else "the activations grow"
         helps.append(f"a smaller batch_size (now {batch_size}; {grows} linearly with it)")
@@ -290,7 +291,8 @@ def check_training_memory(
     if stem_bound:
         helps.append(f"conv_stem=None or a narrower conv_stem (now {stem_channels}: it runs on all {max_len} steps)")
     if concurrent > 1:
-        helps.append(f"a smaller n_jobs ({concurrent} ensemble members train at once, each needing the estimate)")
+        helps.append(f"a smaller n_jobs ({concurrent} ensemble members train at once, each needing the estimate; "
+                     "with train_members_together=True: False)")
     if maps_bound:
         if not stride and "patch_len" in options:
             helps.append("patch_len (tokens of several steps: the maps shrink with the square of the stride)")

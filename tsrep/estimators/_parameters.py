@@ -250,8 +250,9 @@ TRAINING = {
         "under torch.func.vmap, one kernel launch per operation for all members (tsrep.training.members), where "
         "a GPU's steps on small problems are bound by launches. Each member keeps its own shuffles, dropout, "
         "BatchNorm statistics and gradient clipping, but draws other random numbers than a separate fit. "
-        '"auto": on a CUDA device; on a CPU, where one thread took as long for three members together as one after '
-        "another, the members are fitted separately (in parallel with n_jobs). "
+        '"auto": on a CUDA device where the members fit in its memory together; on a CPU, where one thread took '
+        "about as long for three members together as one after another, the members are fitted separately (in "
+        "parallel with n_jobs). "
         "Members that cannot train together (a validation split, different token budgets, callbacks, "
         "checkpoint_dir, compile, DEACON head mixing, a plateau schedule) are fitted separately, with a warning "
         "when True asked otherwise.",
