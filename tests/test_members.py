@@ -126,16 +126,33 @@ def test_members_that_cannot_train_together_are_fitted_separately_with_a_warning
         est = EADCTransformerClassifier(**{**TINY, "blend_minirocket": False}, n_estimators=2, max_tokens=(16, 8),
                                         train_members_together=True).fit(X, y)
     assert len(est.estimators_) == 2
-    # A regressor's validation split is seen only once the networks are built: trained one by one, as
-    # separate fits are, to the same numbers.
+    # A plateau schedule is seen only once the networks are built: trained one by one, as separate fits are,
+    # to the same numbers.
+    params = {**TINY, "blend_minirocket": False, "n_estimators": 2, "lr_schedule": "plateau"}
+    with pytest.warns(UserWarning, match="plateau"):
+        together = EADCTransformerClassifier(**params, train_members_together=True).fit(X, y)
+    separate = EADCTransformerClassifier(**params, train_members_together=False).fit(X, y)
+    np.testing.assert_array_equal(together.predict_proba(X), separate.predict_proba(X))
+
+
+def test_members_with_a_validation_split_stop_early_each_as_a_separate_fit_would():
     rng = np.random.default_rng(0)
-    Xr, yr = rng.normal(size=(60, 1, 12)), rng.normal(size=60)
-    params = {**EADCTransformerRegressor._get_test_params(), "validation_fraction": 0.2, "n_estimators": 2}
-    with pytest.warns(UserWarning, match="validation split"):
-        together = EADCTransformerRegressor(**params, train_members_together=True).fit(Xr, yr)
-    separate = EADCTransformerRegressor(**params, train_members_together=False).fit(Xr, yr)
-    np.testing.assert_array_equal(together.predict(Xr), separate.predict(Xr))
+    X = rng.normal(size=(60, 1, 12))
+    y = X[:, 0, :4].sum(1) + 0.3 * rng.normal(size=60)
+    params = {**EADCTransformerRegressor._get_test_params(), "validation_fraction": 0.25, "n_estimators": 3,
+              "max_epochs": 40, "patience": 3, "dropout": 0.0, "augmentation": None, "optimizer": "sgd",
+              "lr": 0.05}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        together = EADCTransformerRegressor(**params, train_members_together=True).fit(X, y)
+    separate = EADCTransformerRegressor(**params, train_members_together=False).fit(X, y)
+    stopped = [m.n_epochs_ for m in separate.estimators_]
+    assert min(stopped) < 40  # early stopping did stop some member
+    assert [m.n_epochs_ for m in together.estimators_] == stopped
     assert [m.best_epoch_ for m in together.estimators_] == [m.best_epoch_ for m in separate.estimators_]
+    for a, b in zip(together.estimators_, separate.estimators_):
+        np.testing.assert_allclose(a.history_.val_loss, b.history_.val_loss, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(together.predict(X), separate.predict(X), rtol=1e-4, atol=1e-5)
 
 
 def test_auto_trains_members_together_on_cuda_only(monkeypatch):

@@ -253,7 +253,8 @@ TRAINING = {
         '"auto": on a CUDA device where the members fit in its memory together; on a CPU, where one thread took '
         "about as long for three members together as one after another, the members are fitted separately (in "
         "parallel with n_jobs). "
-        "Members that cannot train together (a validation split, different token budgets, callbacks, "
+        "With a validation split each member stops early on its own. Members that cannot train together "
+        "(different token budgets, callbacks, "
         "checkpoint_dir, compile, DEACON head mixing, a plateau schedule) are fitted separately, with a warning "
         "when True asked otherwise.",
         type_name='"auto" or bool',

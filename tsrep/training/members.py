@@ -8,8 +8,8 @@ those launches, so there the members cost little more than one fit. On a CPU the
 stock operations vmap needs are slower than the hand-fused steps, so separate fits stay the CPU's choice.
 
 Each member keeps what a separate fit would own: its shuffles and mixup draws (its generator), its dropout numbers
-(vmap's ``randomness="different"``), its BatchNorm statistics (stacked buffers) and its gradient clipping (the norm
-of its own gradient). The numbers drawn differ from a separate fit's, so a member is another sample of the same
+(vmap's ``randomness="different"``), its BatchNorm statistics (stacked buffers), its gradient clipping (the norm
+of its own gradient) and, with a validation split, its early stopping and best epoch. The numbers drawn differ from a separate fit's, so a member is another sample of the same
 recipe, not the same network.
 
 forward of :class:`StackedMembers`: values (M, B, T, C), valid (M, B, T) bool or None -> outputs (M, B, n_outputs).
@@ -56,8 +56,8 @@ class DeferredTraining:
 def why_not_together(runs: list[DeferredTraining]) -> str | None:
     """None when the members of `runs` can train together, else why not (a phrase for a warning)."""
     first = runs[0]
-    if any(run.val is not None for run in runs):
-        return "a validation split keeps each member's own best epoch"
+    if len({run.val is None for run in runs}) > 1:
+        return "some members hold out a validation split and others not"
     if any(pca_layers(run.model) for run in runs):
         return "DEACON head mixing trains its projections by its own rule"
     if first.config.lr_schedule not in ("onecycle", "cosine", "none"):
@@ -123,6 +123,15 @@ class StackedMembers(nn.Module):
             )
 
     @torch.no_grad()
+    def member_state(self, m: int) -> dict:
+        """CPU copies of member m's weights and buffers, by their names in the network."""
+        pairs = zip(self.parameter_names, self.weights)
+        state = {name: weight[m].detach().to("cpu", copy=True) for name, weight in pairs}
+        for i, name in enumerate(self.buffer_names):
+            state[name] = getattr(self, f"buffer_{i}")[m].to("cpu", copy=True)
+        return state
+
+    @torch.no_grad()
     def copy_into(self, models: list[nn.Module]) -> None:
         """Member m's weights and buffers into models[m]."""
         for m, model in enumerate(models):
@@ -179,10 +188,13 @@ def _pad(values: torch.Tensor, valid: torch.Tensor | None, length: int):
 def train_together(runs: list[DeferredTraining]) -> list[History]:
     """Train the deferred members' networks together (in place); returns each member's history.
 
-    The runs must pass :func:`why_not_together`. The loop is :func:`train_supervised`'s without a validation
-    split: the same epochs and step floor, shuffles, mixup, schedule, gradient clipping and per-epoch finiteness
-    check, for each member at once. The members' dropout draws from the global generator, seeded here from the
-    first member's state (so that a fit is reproducible) and restored after (so that the caller's is untouched)."""
+    The runs must pass :func:`why_not_together`. The loop is :func:`train_supervised`'s for each member at once:
+    the same epochs and step floor, shuffles, mixup, schedule, gradient clipping and per-epoch finiteness check,
+    and with a validation split each member's own early stopping (:class:`MemberEarlyStopping`): a member that has
+    stopped records nothing more (its steps go on with the others' and are discarded) and keeps its best epoch's
+    weights; training ends when every member has stopped. The members' dropout draws from the global generator,
+    seeded here from the first member's state (so that a fit is reproducible) and restored after (so that the
+    caller's is untouched)."""
     first = runs[0]
     devices = [first.device.index or 0] if first.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -206,8 +218,11 @@ def _train_together(runs: list[DeferredTraining]) -> list[History]:
     epochs = max(config.max_epochs, math.ceil(config.min_steps / max(steps_per_epoch, 1)))
     schedule = LRSchedule(config.lr_schedule, optimizer, epochs * steps_per_epoch)
     histories = [History() for _ in runs]
+    stopping = [MemberEarlyStopping(config.patience) for _ in runs] if first.val is not None else None
     dtype = torch.float32 if device.type == "mps" else torch.float64
     for epoch in range(epochs):
+        if stopping is not None and all(member.stopped for member in stopping):
+            break
         tic = time.perf_counter()
         stack.train()
         totals, seen = torch.zeros(len(runs), dtype=dtype, device=device), 0
@@ -230,16 +245,79 @@ def _train_together(runs: list[DeferredTraining]) -> list[History]:
             totals += losses.detach() * len(indices[0])
             seen += len(indices[0])
         seconds = time.perf_counter() - tic
+        validation = _validate(stack, runs, config.batch_size) if stopping is not None else None
         for m, history in enumerate(histories):
+            if stopping is not None and stopping[m].stopped:
+                continue
             history.train_loss.append(check_finite_loss(totals[m], f"training loss of member {m} at epoch {epoch}",
                                                         config.lr) / max(seen, 1))
             history.epoch_seconds.append(seconds)
-    for history in histories:
-        history.best_epoch = len(history.train_loss) - 1
+            if validation is not None:
+                val_loss, val_score = validation[m]
+                history.val_loss.append(val_loss)
+                history.val_score.append(val_score)
+                stopping[m].epoch_end(epoch, val_score, val_loss, stack, m)
     stack.copy_into(models)
-    for model in models:
+    for m, (model, history) in enumerate(zip(models, histories)):
+        history.best_epoch = len(history.train_loss) - 1
+        if stopping is not None and stopping[m].best_state is not None:
+            history.best_epoch = stopping[m].best_epoch
+            load_member_state(model, stopping[m].best_state)
         model.eval()
     return histories
+
+
+class MemberEarlyStopping:
+    """One member's early stopping, as tsrep.training.loop.EarlyStopping: the best epoch has the highest
+    validation score, ties broken by the lower validation loss; `patience` epochs without a better one stop the
+    member (None: never)."""
+
+    def __init__(self, patience: int | None):
+        self.patience = patience
+        self.best_key: tuple[float, float] | None = None
+        self.best_state: dict | None = None
+        self.best_epoch = -1
+        self.waited = 0
+        self.stopped = False
+
+    def epoch_end(self, epoch: int, val_score: float, val_loss: float, stack: "StackedMembers", member: int) -> None:
+        key = (val_score, -val_loss)
+        if self.best_key is None or key > self.best_key:
+            self.best_key, self.best_state, self.best_epoch, self.waited = key, stack.member_state(member), epoch, 0
+        else:
+            self.waited += 1
+        self.stopped = self.patience is not None and self.waited >= self.patience
+
+
+@torch.no_grad()
+def _validate(stack: "StackedMembers", runs: list[DeferredTraining], batch_size: int) -> list[tuple[float, float]]:
+    """(validation loss, score) of every member on its own validation cases, in eval mode, as
+    tsrep.training.loop.SupervisedTrainer.validate computes them for one network."""
+    stack.eval()
+    device = runs[0].device
+    n_val = len(runs[0].val)
+    outputs = []
+    for start in range(0, n_val, batch_size):
+        index = torch.arange(start, min(start + batch_size, n_val))
+        batches = [run.val.batch(index, device)[:2] for run in runs]
+        length = max(values.shape[1] for values, _ in batches)
+        if all(valid is None and values.shape[1] == length for values, valid in batches):
+            values, valid = torch.stack([values for values, _ in batches]), None
+        else:
+            padded = [_pad(values, valid, length) for values, valid in batches]
+            values, valid = torch.stack([v for v, _ in padded]), torch.stack([m for _, m in padded])
+        outputs.append(stack(values, valid).float().cpu())
+    outputs = torch.cat(outputs, dim=1)  # (M, n_val, n_outputs)
+    return [(float(run.loss_fn(out, run.val.targets)), float(run.score_fn(out, run.val.targets)))
+            for run, out in zip(runs, outputs)]
+
+
+def load_member_state(model: nn.Module, state: dict) -> None:
+    """Copy a member's weights and buffers (StackedMembers.member_state) into `model`."""
+    parameters = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, tensor in state.items():
+            (parameters[name] if name in parameters else model.get_buffer(name)).copy_(tensor)
 
 
 def _case_loss(loss_fn, outputs, targets, weights):
