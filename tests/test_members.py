@@ -6,8 +6,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
-
 from helpers import two_class_series
+
 from tsrep import EADCTransformerClassifier, EADCTransformerRegressor
 from tsrep.training import build_optimizer
 from tsrep.training.members import StackedMembers, clip_each_member
@@ -163,3 +163,10 @@ def test_auto_trains_members_together_on_cuda_only(monkeypatch):
     monkeypatch.setattr(_ensemble, "resolve_device", lambda device: torch.device("cuda"))
     assert _ensemble.members_train_together(est)
     assert not _ensemble.members_train_together(est.set_params(callbacks=[]))
+
+
+def test_members_trained_together_show_one_progress_bar_when_verbose(capsys):
+    X, y = _data()
+    EADCTransformerClassifier(**{**TINY, "blend_minirocket": False}, n_estimators=2, train_members_together=True,
+                              verbose=True).fit(X, y)
+    assert "2 members" in capsys.readouterr().err

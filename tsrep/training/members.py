@@ -9,8 +9,8 @@ stock operations vmap needs are slower than the hand-fused steps, so separate fi
 
 Each member keeps what a separate fit would own: its shuffles and mixup draws (its generator), its dropout numbers
 (vmap's ``randomness="different"``), its BatchNorm statistics (stacked buffers), its gradient clipping (the norm
-of its own gradient) and, with a validation split, its early stopping and best epoch. The numbers drawn differ from a separate fit's, so a member is another sample of the same
-recipe, not the same network.
+of its own gradient) and, with a validation split, its early stopping and best epoch. The numbers drawn differ
+from a separate fit's, so a member is another sample of the same recipe, not the same network.
 
 forward of :class:`StackedMembers`: values (M, B, T, C), valid (M, B, T) bool or None -> outputs (M, B, n_outputs).
 """
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
+from tqdm.auto import tqdm
 
 from tsrep.nn._compile import stock_ops
 from tsrep.training.config import TrainConfig
@@ -220,43 +221,14 @@ def _train_together(runs: list[DeferredTraining]) -> list[History]:
     histories = [History() for _ in runs]
     stopping = [MemberEarlyStopping(config.patience) for _ in runs] if first.val is not None else None
     dtype = torch.float32 if device.type == "mps" else torch.float64
-    for epoch in range(epochs):
-        if stopping is not None and all(member.stopped for member in stopping):
-            break
-        tic = time.perf_counter()
-        stack.train()
-        totals, seen = torch.zeros(len(runs), dtype=dtype, device=device), 0
-        for indices in zip(*(shuffled_batches(n_cases, config.batch_size, run.generator) for run in runs)):
-            optimizer.zero_grad(set_to_none=True)
-            values, valid, extras = _members_batch(runs, list(indices), config.mixup)
-            outputs = stack(values, valid)
-            losses = []
-            for run, out, (targets, weights, partner_targets, partner_weights, lam) in zip(runs, outputs, extras):
-                loss = _case_loss(run.loss_fn, out, targets, weights)
-                if partner_targets is not None:
-                    loss = lam * loss + (1.0 - lam) * _case_loss(run.loss_fn, out, partner_targets, partner_weights)
-                losses.append(loss)
-            losses = torch.stack(losses)
-            losses.sum().backward()  # the members share no weight: each gets its own loss's gradient
-            if config.grad_clip:
-                clip_each_member(stack.weights, config.grad_clip)
-            optimizer.step()
-            schedule.after_step()
-            totals += losses.detach() * len(indices[0])
-            seen += len(indices[0])
-        seconds = time.perf_counter() - tic
-        validation = _validate(stack, runs, config.batch_size) if stopping is not None else None
-        for m, history in enumerate(histories):
-            if stopping is not None and stopping[m].stopped:
-                continue
-            history.train_loss.append(check_finite_loss(totals[m], f"training loss of member {m} at epoch {epoch}",
-                                                        config.lr) / max(seen, 1))
-            history.epoch_seconds.append(seconds)
-            if validation is not None:
-                val_loss, val_score = validation[m]
-                history.val_loss.append(val_loss)
-                history.val_score.append(val_score)
-                stopping[m].epoch_end(epoch, val_score, val_loss, stack, m)
+    with tqdm(total=epochs, desc=f"{len(runs)} members", leave=False, disable=not config.verbose) as bar:
+        for epoch in range(epochs):
+            if stopping is not None and all(member.stopped for member in stopping):
+                break
+            _train_epoch(stack, runs, optimizer, schedule, config, histories, stopping, epoch, dtype)
+            bar.set_postfix({"train_loss": f"{sum(h.train_loss[-1] for h in histories) / len(histories):.4f}"},
+                            refresh=False)
+            bar.update()
     stack.copy_into(models)
     for m, (model, history) in enumerate(zip(models, histories)):
         history.best_epoch = len(history.train_loss) - 1
@@ -265,6 +237,45 @@ def _train_together(runs: list[DeferredTraining]) -> list[History]:
             load_member_state(model, stopping[m].best_state)
         model.eval()
     return histories
+
+
+def _train_epoch(stack, runs, optimizer, schedule, config, histories, stopping, epoch: int, dtype) -> None:
+    """One epoch of every member: the optimiser steps, then each running member's record and early stopping."""
+    device, n_cases = runs[0].device, len(runs[0].train)
+    tic = time.perf_counter()
+    stack.train()
+    totals, seen = torch.zeros(len(runs), dtype=dtype, device=device), 0
+    for indices in zip(*(shuffled_batches(n_cases, config.batch_size, run.generator) for run in runs)):
+        optimizer.zero_grad(set_to_none=True)
+        values, valid, extras = _members_batch(runs, list(indices), config.mixup)
+        outputs = stack(values, valid)
+        losses = []
+        for run, out, (targets, weights, partner_targets, partner_weights, lam) in zip(runs, outputs, extras):
+            loss = _case_loss(run.loss_fn, out, targets, weights)
+            if partner_targets is not None:
+                loss = lam * loss + (1.0 - lam) * _case_loss(run.loss_fn, out, partner_targets, partner_weights)
+            losses.append(loss)
+        losses = torch.stack(losses)
+        losses.sum().backward()  # the members share no weight: each gets its own loss's gradient
+        if config.grad_clip:
+            clip_each_member(stack.weights, config.grad_clip)
+        optimizer.step()
+        schedule.after_step()
+        totals += losses.detach() * len(indices[0])
+        seen += len(indices[0])
+    seconds = time.perf_counter() - tic
+    validation = _validate(stack, runs, config.batch_size) if stopping is not None else None
+    for m, history in enumerate(histories):
+        if stopping is not None and stopping[m].stopped:
+            continue
+        history.train_loss.append(check_finite_loss(totals[m], f"training loss of member {m} at epoch {epoch}",
+                                                    config.lr) / max(seen, 1))
+        history.epoch_seconds.append(seconds)
+        if validation is not None:
+            val_loss, val_score = validation[m]
+            history.val_loss.append(val_loss)
+            history.val_score.append(val_score)
+            stopping[m].epoch_end(epoch, val_score, val_loss, stack, m)
 
 
 class MemberEarlyStopping:
