@@ -28,7 +28,7 @@ def test_the_fingerprint_holds_every_default_the_version_and_the_rules():
     params = fp["params"]
     # The config's parameter and every default beside it; nothing that does not change a fit's result.
     assert params["d_model"] == 32 and params["precise_bn"] == "auto" and params["max_tokens"] == "auto"
-    assert not {"random_state", "device", "verbose", "callbacks", "n_jobs"} & set(params)
+    assert not {"random_state", "device", "verbose", "callbacks", "n_jobs", "train_members_together"} & set(params)
     assert fp["tsrep"] == tsrep.__version__ and len(fp["rules"]) == 12
     # Stable from one call (one process) to the next, and plain JSON (no object addresses).
     assert fp == estimator_fingerprint("ea-dc-transformer", "classification", {"d_model": 32})

@@ -151,8 +151,10 @@ def build_model(name: str, task: str, seed: int | None = None, device: str | Non
 RULE_MODULES = ("tsrep.estimators._tasks", "tsrep.nn.patching", "tsrep.nn.augmentation")
 
 #: Constructor parameters that do not change what a fit computes: the seed (a cell's own field), where the fit
-#: runs (a CPU and a GPU run are one cell), what it prints or saves on the way, and how many processes share it.
-NOT_RESULT_PARAMS = frozenset({"random_state", "device", "verbose", "callbacks", "n_jobs", "checkpoint_dir"})
+#: runs (a CPU and a GPU run are one cell), what it prints or saves on the way, and how its ensemble members are
+#: scheduled (processes, or trained together: the same recipe, other random draws, as on another device).
+NOT_RESULT_PARAMS = frozenset({"random_state", "device", "verbose", "callbacks", "n_jobs", "checkpoint_dir",
+                               "train_members_together"})
 
 
 def estimator_fingerprint(name: str, task: str, params: dict) -> dict:
