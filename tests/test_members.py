@@ -170,3 +170,19 @@ def test_members_trained_together_show_one_progress_bar_when_verbose(capsys):
     EADCTransformerClassifier(**{**TINY, "blend_minirocket": False}, n_estimators=2, train_members_together=True,
                               verbose=True).fit(X, y)
     assert "2 members" in capsys.readouterr().err
+
+
+def test_stacked_members_draw_their_own_cheaper_dropout_masks():
+    from torch.func import vmap
+
+    from tsrep.nn import Dropout
+    from tsrep.nn._compile import stacked_members
+
+    x = torch.ones(3, 200, 100)
+    with stacked_members():
+        out = vmap(Dropout(0.25).train(), randomness="different")(x)
+    kept = out != 0
+    assert abs(float(kept.float().mean()) - 0.75) < 0.01
+    torch.testing.assert_close(out[kept], torch.full_like(out[kept], 1 / 0.75), rtol=1e-3, atol=0)
+    # Independent per member: two masks agree on 0.75^2 + 0.25^2 = 0.625 of the entries, not on all.
+    assert abs(float((kept[0] == kept[1]).float().mean()) - 0.625) < 0.01

@@ -41,6 +41,19 @@ def stock_ops():
         yield
 
 
+@contextmanager
+def stacked_members():
+    """Stock ops for ensemble members run as one network under torch.func.vmap (tsrep.training.members), with
+    the cheaper dropout masks of tsrep.nn.map_dropout.keep_mask, which vmap batches (nothing is compiled there)."""
+    with stock_ops(), thread_setting(_state, "cheap_masks", True, default=False):
+        yield
+
+
+def cheap_masks() -> bool:
+    """True inside `stacked_members()` (not under torch.compile): the stock ops draw tsrep's cheaper dropout masks."""
+    return getattr(_state, "cheap_masks", False) and not _is_compiling()
+
+
 def compiling() -> bool:
     """True while torch.compile traces the calling code, or inside `stock_ops()`: use the stock ops."""
     return bool(_is_compiling()) or getattr(_state, "stock", False)

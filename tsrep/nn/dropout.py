@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tsrep.nn._compile import compiling
+from tsrep.nn._compile import cheap_masks, compiling
 from tsrep.nn.map_dropout import keep_mask
 
 
@@ -38,11 +38,12 @@ class Dropout(nn.Dropout):
         """x: any shape -> the same shape"""
         if not self.training or self.p == 0.0:
             return x
-        if compiling() or x.device.type != "cpu" or self.p >= 1.0:
+        if (compiling() and not cheap_masks()) or x.device.type != "cpu" or self.p >= 1.0:
             # GPUs draw dropout masks quickly (and torch.compile fuses them); the trick pays on CPUs.
             return F.dropout(x, self.p, True, self.inplace)
         keep, scale = keep_mask(x, self.p)
         if keep is None:
             return x
         # One factor, 0 or 1 / (1 - p), in x's dtype: a product with the bool mask would convert it twice.
-        return _Multiply.apply(x, keep.to(x.dtype).mul_(scale))
+        factor = keep.to(x.dtype).mul_(scale)
+        return x * factor if compiling() else _Multiply.apply(x, factor)  # stacked members: vmap takes stock ops

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tsrep.nn._compile import compiling, refuse_double_backward
+from tsrep.nn._compile import cheap_masks, compiling, refuse_double_backward
 
 _LEVELS = 1 << 16
 
@@ -33,7 +33,8 @@ def keep_mask(like: torch.Tensor, p: float) -> tuple[torch.Tensor | None, float]
         return None, 1.0
     n = like.numel()
     # Full 64-bit range: every one of the four 16-bit lanes is uniform over [-2^15, 2^15).
-    bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=like.device).random_(-(2**63), None)
+    # new_empty, not torch.empty: under torch.func.vmap it is batched, so that every member draws its own bits.
+    bits = like.new_empty(((n + 3) // 4,), dtype=torch.int64).random_(-(2**63), None)
     return bits.view(torch.int16)[:n].view(like.shape) >= threshold - _LEVELS // 2, _LEVELS / (_LEVELS - threshold)
 
 
@@ -46,8 +47,11 @@ def attend_values(scores: torch.Tensor, v: torch.Tensor, p: float) -> torch.Tens
         raise ValueError(f"dropout must be in [0, 1), got {p!r}")
     if compiling():
         # torch.compile fuses the softmax, its own dropout and the product, and draws its own random numbers.
-        probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32))
-        return F.dropout(probs.to(v.dtype), p) @ v
+        probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
+        if cheap_masks() and p > 0 and probs.device.type == "cpu":  # stacked members on a CPU: the cheaper mask
+            keep, scale = keep_mask(probs, p)
+            return (probs * keep.to(probs.dtype).mul_(scale)) @ v if keep is not None else probs @ v
+        return F.dropout(probs, p) @ v
     keep, scale = keep_mask(scores, p) if p > 0 else (None, 1.0)
     return SoftmaxDropoutValues.apply(scores, v, keep, scale)
 

@@ -26,7 +26,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
-from tsrep.nn._compile import stock_ops
+from tsrep.nn._compile import stacked_members
 from tsrep.training.config import TrainConfig
 from tsrep.training.deacon import pca_layers
 from tsrep.training.loop import History, SeriesBatchData, check_finite_loss, shuffled_batches, train_supervised
@@ -117,8 +117,9 @@ class StackedMembers(nn.Module):
 
         params = dict(zip(self.parameter_names, self.weights))
         buffers = {name: getattr(self, f"buffer_{i}") for i, name in enumerate(self.buffer_names)}
-        # The hand-fused autograd functions have no batching rules: vmap traces the stock operations.
-        with stock_ops():
+        # The hand-fused autograd functions have no batching rules: vmap traces the stock operations (with the
+        # cheaper dropout masks, which it batches).
+        with stacked_members():
             return vmap(one_member, in_dims=(0, 0, 0, None if valid is None else 0), randomness="different")(
                 params, buffers, values, valid
             )
