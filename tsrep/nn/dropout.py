@@ -4,7 +4,8 @@ nn.Dropout draws one random float per entry (``bernoulli_``); on a CPU that draw
 with dropout after the mixing step, inside the FFN and after it, took about 13 % of a default
 EA-DC-Transformer training step. Here the keep mask comes from one 64-bit draw per four entries
 (tsrep.nn.map_dropout.keep_mask: the drop probability quantised to a multiple of 2^-16) and backward
-keeps only the mask (as the factor each entry is multiplied by). Under torch.compile the stock dropout is used, which the compiler fuses.
+keeps only the mask (as the factor each entry is multiplied by). Under torch.compile the stock dropout is used,
+which the compiler fuses; ensemble members stacked under vmap (tsrep.training.members) keep the cheaper mask.
 """
 
 from __future__ import annotations
