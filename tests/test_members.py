@@ -135,6 +135,27 @@ def test_members_that_cannot_train_together_are_fitted_separately_with_a_warning
     np.testing.assert_array_equal(together.predict_proba(X), separate.predict_proba(X))
 
 
+@pytest.mark.parametrize("option", [{"checkpointing": True}, {"mixed_precision": "bf16"}], ids=lambda o: next(iter(o)))
+def test_options_vmap_cannot_trace_fit_the_members_separately(option):
+    X, y = _data()
+    params = {**TINY, "blend_minirocket": False, "n_estimators": 2, **option}
+    with pytest.warns(UserWarning, match=next(iter(option))):
+        together = EADCTransformerClassifier(**params, train_members_together=True).fit(X, y)
+    separate = EADCTransformerClassifier(**params, train_members_together=False).fit(X, y)
+    np.testing.assert_array_equal(together.predict_proba(X), separate.predict_proba(X))
+
+
+def test_members_that_vmap_cannot_batch_are_trained_separately_to_the_same_numbers():
+    # Crossed attention picks rows with a shape that depends on the data (nonzero), which vmap cannot batch:
+    # the attempt fails at its first step and every member trains as a separate fit would, shuffles included.
+    X, y = _data()
+    params = {**TINY, "blend_minirocket": False, "n_estimators": 2, "attention": "crossed"}
+    with pytest.warns(UserWarning, match="training them together failed"):
+        together = EADCTransformerClassifier(**params, train_members_together=True).fit(X, y)
+    separate = EADCTransformerClassifier(**params, train_members_together=False).fit(X, y)
+    np.testing.assert_array_equal(together.predict_proba(X), separate.predict_proba(X))
+
+
 def test_members_with_a_validation_split_stop_early_each_as_a_separate_fit_would():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 1, 12))

@@ -163,6 +163,10 @@ def members_train_together(est, previous=None, warn: bool = False) -> bool:
         reason = "the members differ in their networks (a sequence of max_tokens)"
     elif est.__dict__.get("compile"):
         reason = "compile traces one network"
+    elif est.__dict__.get("checkpointing"):
+        reason = "activation checkpointing recomputes one network's layers"
+    elif est.__dict__.get("mixed_precision") is not None:
+        reason = "mixed_precision is not traced under vmap"
     elif is_distributed():
         reason = "the members train data-parallel under torchrun"
     if reason is not None and warn and est.train_members_together is True:
@@ -178,13 +182,18 @@ def _fit_members_together(est, members: list, X, y, sample_weight) -> list:
 
     runs = []
     members = [m._fit_as_member(X, y, sample_weight, i, deferred=runs) for i, m in enumerate(members)]
-    reason = why_not_together(runs)
+    reason, histories = why_not_together(runs), None
     if reason is None:
-        histories = train_together(runs)
-    else:
-        if est.train_members_together is True:
-            warnings.warn(f"train_members_together=True: the members are trained separately, since {reason}",
+        try:
+            histories = train_together(runs)
+        except RuntimeError as exc:  # an operation vmap cannot batch (a shape that depends on the data), memory
+            reason = f"training them together failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+            warnings.warn(f"train_members_together: the members are trained separately, since {reason}",
                           UserWarning, stacklevel=4)
+    elif est.train_members_together is True:
+        warnings.warn(f"train_members_together=True: the members are trained separately, since {reason}",
+                      UserWarning, stacklevel=4)
+    if histories is None:  # each from the random states its fit left: what separate fits give
         histories = [train_one(run) for run in runs]
     for member, run, history in zip(members, runs, histories):
         member._finish_training(run, history)

@@ -256,7 +256,8 @@ TRAINING = {
         "percent in one process. "
         "With a validation split each member stops early on its own. Members that cannot train together "
         "(different token budgets, callbacks, "
-        "checkpoint_dir, compile, DEACON head mixing, a plateau schedule) are fitted separately, with a warning "
+        "checkpoint_dir, compile, checkpointing, mixed_precision, DEACON head mixing, a plateau schedule, an "
+        "operation vmap cannot batch such as crossed attention's) are fitted separately, with a warning "
         "when True asked otherwise.",
         type_name='"auto" or bool',
     ),

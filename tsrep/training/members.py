@@ -52,6 +52,11 @@ class DeferredTraining:
     all_data: SeriesBatchData | None = None  # all of TRAIN, validation part included (PreciseBN reads it)
     rng_state: torch.Tensor = field(default_factory=torch.get_rng_state)
     cuda_rng_state: torch.Tensor | None = None
+    generator_state: torch.Tensor | None = None  # the shuffling generator's, set from `generator` when None
+
+    def __post_init__(self):
+        if self.generator_state is None:
+            self.generator_state = self.generator.get_state()
 
 
 def why_not_together(runs: list[DeferredTraining]) -> str | None:
@@ -75,8 +80,10 @@ def why_not_together(runs: list[DeferredTraining]) -> str | None:
 
 
 def train_one(run: DeferredTraining, callbacks=None, checkpoint=None, fit_info=None) -> History:
-    """The deferred member trained on its own, from the random states its fit left: a separate fit's result."""
+    """The deferred member trained on its own, from the random states its fit left (also after an attempt to train
+    it with the others): a separate fit's result."""
     devices = [run.device.index or 0] if run.device.type == "cuda" else []
+    run.generator.set_state(run.generator_state)
     with torch.random.fork_rng(devices=devices):
         torch.set_rng_state(run.rng_state)
         if run.cuda_rng_state is not None:
