@@ -162,20 +162,22 @@ def clip_each_member(weights, max_norm: float) -> None:
         g.mul_(factor.view(-1, *([1] * (g.ndim - 1))).to(g.dtype))
 
 
-def _members_batch(runs: list[DeferredTraining], indices: list[torch.Tensor], mixup: float):
-    """Each member's batch of its own cases (mixed with partners under mixup), padded to one length.
+def _members_batch(runs: list[DeferredTraining], data: list[SeriesBatchData], indices: list[torch.Tensor],
+                   mixup: float):
+    """Each member's batch of its own cases (`data`: each member's training cases; mixed with partners under
+    mixup), padded to one length.
     Returns values (M, B, T, C), valid (M, B, T) or None, and per member (targets, weights, partner targets,
     partner weights, lam)."""
     device = runs[0].device
     batches, extras = [], []
-    for run, index in zip(runs, indices):
-        values, valid, targets = run.train.batch(index, device)
-        weights = run.train.batch_weights(index, device)
+    for run, train, index in zip(runs, data, indices):
+        values, valid, targets = train.batch(index, device)
+        weights = train.batch_weights(index, device)
         if mixup:
             lam, partners = mixup_partners(mixup, index, run.generator)
-            partner_values, partner_valid, partner_targets = run.train.batch(partners, device)
+            partner_values, partner_valid, partner_targets = train.batch(partners, device)
             values, valid = mix(values, valid, partner_values, partner_valid, lam)
-            extras.append((targets, weights, partner_targets, run.train.batch_weights(partners, device), lam))
+            extras.append((targets, weights, partner_targets, train.batch_weights(partners, device), lam))
         else:
             extras.append((targets, weights, None, None, 1.0))
         batches.append((values, valid))
@@ -216,8 +218,8 @@ def train_together(runs: list[DeferredTraining]) -> list[History]:
 def _train_together(runs: list[DeferredTraining]) -> list[History]:
     first = runs[0]
     config, device = first.config, first.device
-    for run in runs:  # the members' data (the same cases) gathered on the device, not copied there step by step
-        run.train = run.train.to_device(device)
+    # Each member's training cases gathered on the device, not copied there step by step.
+    data = [run.train.to_device(device) for run in runs]
     models = [run.model for run in runs]
     stack = StackedMembers(models).to(device)
     optimizer = build_optimizer(config.optimizer, stack.parameters(), config.lr, config.optimizer_kwargs,
@@ -233,7 +235,7 @@ def _train_together(runs: list[DeferredTraining]) -> list[History]:
         for epoch in range(epochs):
             if stopping is not None and all(member.stopped for member in stopping):
                 break
-            _train_epoch(stack, runs, optimizer, schedule, config, histories, stopping, epoch, dtype)
+            _train_epoch(stack, runs, data, optimizer, schedule, config, histories, stopping, epoch, dtype)
             bar.set_postfix({"train_loss": f"{sum(h.train_loss[-1] for h in histories) / len(histories):.4f}"},
                             refresh=False)
             bar.update()
@@ -247,7 +249,7 @@ def _train_together(runs: list[DeferredTraining]) -> list[History]:
     return histories
 
 
-def _train_epoch(stack, runs, optimizer, schedule, config, histories, stopping, epoch: int, dtype) -> None:
+def _train_epoch(stack, runs, data, optimizer, schedule, config, histories, stopping, epoch: int, dtype) -> None:
     """One epoch of every member: the optimiser steps, then each running member's record and early stopping."""
     device, n_cases = runs[0].device, len(runs[0].train)
     tic = time.perf_counter()
@@ -255,7 +257,7 @@ def _train_epoch(stack, runs, optimizer, schedule, config, histories, stopping, 
     totals, seen = torch.zeros(len(runs), dtype=dtype, device=device), 0
     for indices in zip(*(shuffled_batches(n_cases, config.batch_size, run.generator) for run in runs)):
         optimizer.zero_grad(set_to_none=True)
-        values, valid, extras = _members_batch(runs, list(indices), config.mixup)
+        values, valid, extras = _members_batch(runs, data, list(indices), config.mixup)
         outputs = stack(values, valid)
         losses = []
         for run, out, (targets, weights, partner_targets, partner_weights, lam) in zip(runs, outputs, extras):
