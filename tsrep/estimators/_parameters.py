@@ -251,7 +251,8 @@ TRAINING = {
         "a GPU's steps on small problems are bound by launches. Each member keeps its own shuffles, dropout, "
         "BatchNorm statistics and gradient clipping, but draws other random numbers than a separate fit. "
         '"auto": on a CUDA device where the members fit in its memory together. On a CPU, where one thread took '
-        "0.90 to 0.98 of the time of one member after another for three together, \"auto\" fits them separately, "
+        "a median 0.92 of the time of one member after another for three together (eleven UCR problems), "
+        "\"auto\" fits them separately, "
         "so that they can run in parallel (n_jobs) and n_jobs never changes the result; True saves those few "
         "percent in one process. "
         "With a validation split each member stops early on its own. Members that cannot train together "
