@@ -55,6 +55,7 @@ from tsrep.training import SeriesBatchData, TrainConfig, count_parameters, predi
 from tsrep.training.callbacks import check_callbacks
 from tsrep.training.distributed import broadcast_object, device_for_rank, setup_data_parallel
 from tsrep.training.loop import History, cpu_state_dict, stratified_split
+from tsrep.training.members import DeferredTraining
 from tsrep.training.precise_bn import recompute_batchnorm_statistics
 from tsrep.training.resume import PRETRAIN_STATE_FILE, TrainCheckpoint, stored_seed
 
@@ -300,8 +301,6 @@ class DeepSeriesEstimator:
             }
             deferred = self.__dict__.get("_DeepSeriesEstimator__deferred")
             if deferred is not None:  # an ensemble member whose network trains with the others' (_ensemble)
-                from tsrep.training.members import DeferredTraining  # torch.func: only ensembles that need it
-
                 run = DeferredTraining(model, train_data, val_data, loss_fn, score_fn, config, device, generator,
                                        all_data=data)
                 if device.type == "cuda":

@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from pathlib import Path
-
 import warnings
+from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -31,6 +30,7 @@ from tsrep._io import atomic_write
 from tsrep.estimators._checks import resolve_device, seed_from
 from tsrep.estimators._tasks import resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps
 from tsrep.training.distributed import is_distributed
+from tsrep.training.members import train_one, train_together, why_not_together
 from tsrep.training.resume import check_writable_directory
 
 
@@ -178,8 +178,6 @@ def members_train_together(est, previous=None, warn: bool = False) -> bool:
 def _fit_members_together(est, members: list, X, y, sample_weight) -> list:
     """Fit the members with their networks' training deferred, then train the networks together (or, when the
     built networks cannot, each on its own, as a separate fit would)."""
-    from tsrep.training.members import train_one, train_together, why_not_together
-
     runs = []
     members = [m._fit_as_member(X, y, sample_weight, i, deferred=runs) for i, m in enumerate(members)]
     reason, histories = why_not_together(runs), None

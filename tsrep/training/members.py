@@ -30,7 +30,7 @@ from tsrep.nn._compile import stacked_members
 from tsrep.training.config import TrainConfig
 from tsrep.training.deacon import pca_layers
 from tsrep.training.loop import History, SeriesBatchData, check_finite_loss, shuffled_batches, train_supervised
-from tsrep.training.mixup import mix, mixup_partners
+from tsrep.training.mixup import mix, mixup_partners, pad_steps
 from tsrep.training.optim import build_optimizer
 from tsrep.training.schedules import LRSchedule
 
@@ -79,7 +79,7 @@ def why_not_together(runs: list[DeferredTraining]) -> str | None:
     return None
 
 
-def train_one(run: DeferredTraining, callbacks=None, checkpoint=None, fit_info=None) -> History:
+def train_one(run: DeferredTraining) -> History:
     """The deferred member trained on its own, from the random states its fit left (also after an attempt to train
     it with the others): a separate fit's result."""
     devices = [run.device.index or 0] if run.device.type == "cuda" else []
@@ -89,7 +89,7 @@ def train_one(run: DeferredTraining, callbacks=None, checkpoint=None, fit_info=N
         if run.cuda_rng_state is not None:
             torch.cuda.set_rng_state(run.cuda_rng_state, run.device)
         return train_supervised(run.model, run.train, run.val, run.loss_fn, run.score_fn, run.config, run.device,
-                                run.generator, callbacks, checkpoint, fit_info)
+                                run.generator)
 
 
 class StackedMembers(nn.Module):
@@ -181,19 +181,19 @@ def _members_batch(runs: list[DeferredTraining], data: list[SeriesBatchData], in
         else:
             extras.append((targets, weights, None, None, 1.0))
         batches.append((values, valid))
+    return (*_stacked(batches), extras)
+
+
+def _stacked(batches: list[tuple[torch.Tensor, torch.Tensor | None]]):
+    """Each member's (values (B, t_m, C), valid (B, t_m) or None) -> values (M, B, T, C) and valid (M, B, T), or
+    None when every step of every member's batch is valid, over the longest member's T."""
     length = max(values.shape[1] for values, _ in batches)
-    if all(valid is None for _, valid in batches) and all(v.shape[1] == length for v, _ in batches):
-        return torch.stack([values for values, _ in batches]), None, extras
-    padded = [_pad(values, valid, length) for values, valid in batches]
-    return torch.stack([v for v, _ in padded]), torch.stack([m for _, m in padded]), extras
-
-
-def _pad(values: torch.Tensor, valid: torch.Tensor | None, length: int):
-    """(B, t, C) values and (B, t) valid steps or None -> both over `length` steps, the new ones invalid zeros."""
-    if valid is None:
-        valid = torch.ones(values.shape[:2], dtype=torch.bool, device=values.device)
-    extra = length - values.shape[1]
-    return nn.functional.pad(values, (0, 0, 0, extra)), nn.functional.pad(valid, (0, extra))
+    padded = [pad_steps(values, valid, length) for values, valid in batches]
+    values = torch.stack([v for v, _ in padded])
+    if all(valid is None for _, valid in padded):
+        return values, None
+    full = torch.ones(values.shape[1:3], dtype=torch.bool, device=values.device)
+    return values, torch.stack([full if valid is None else valid for _, valid in padded])
 
 
 def train_together(runs: list[DeferredTraining]) -> list[History]:
@@ -320,13 +320,7 @@ def _validate(stack: "StackedMembers", runs: list[DeferredTraining], batch_size:
     outputs = []
     for start in range(0, n_val, batch_size):
         index = torch.arange(start, min(start + batch_size, n_val))
-        batches = [run.val.batch(index, device)[:2] for run in runs]
-        length = max(values.shape[1] for values, _ in batches)
-        if all(valid is None and values.shape[1] == length for values, valid in batches):
-            values, valid = torch.stack([values for values, _ in batches]), None
-        else:
-            padded = [_pad(values, valid, length) for values, valid in batches]
-            values, valid = torch.stack([v for v, _ in padded]), torch.stack([m for _, m in padded])
+        values, valid = _stacked([run.val.batch(index, device)[:2] for run in runs])
         outputs.append(stack(values, valid).float().cpu())
     outputs = torch.cat(outputs, dim=1)  # (M, n_val, n_outputs)
     return [(float(run.loss_fn(out, run.val.targets)), float(run.score_fn(out, run.val.targets)))

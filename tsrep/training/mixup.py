@@ -37,8 +37,8 @@ def mix(values, valid, partner_values, partner_valid, lam: float):
     steps: a step is valid where either series has one (padded steps are zero, so a shorter series
     adds nothing past its end)."""
     t = max(values.shape[1], partner_values.shape[1])
-    values, valid = _padded(values, valid, t)
-    partner_values, partner_valid = _padded(partner_values, partner_valid, t)
+    values, valid = pad_steps(values, valid, t)
+    partner_values, partner_valid = pad_steps(partner_values, partner_valid, t)
     mixed = lam * values + (1.0 - lam) * partner_values
     if valid is None and partner_valid is None:
         return mixed, None
@@ -46,8 +46,9 @@ def mix(values, valid, partner_values, partner_valid, lam: float):
     return mixed, full(valid) | full(partner_valid)
 
 
-def _padded(values, valid, t: int):
-    """Zero steps (invalid) appended up to length t."""
+def pad_steps(values, valid, t: int):
+    """(B, t0, C) values and (B, t0) valid steps or None (all valid) -> zero steps, invalid, appended up to length t
+    (valid stays None when nothing is appended)."""
     extra = t - values.shape[1]
     if not extra:
         return values, valid
