@@ -1,8 +1,8 @@
-"""A MiniRocket beside the network: class probabilities to average with the network's.
+"""A MiniRocket beside the network: an answer to blend with the network's.
 
 MiniRocket (Dempster, Schmidt and Webb, "MiniRocket: A Very Fast (Almost) Deterministic Transform for Time Series
 Classification", KDD 2021) turns each series into about 10,000 proportions of positive values of fixed
-convolutions and fits a ridge classifier on them. It costs about a second where the network costs minutes, and it
+convolutions and fits a ridge on them. It costs about a second where the network costs minutes, and it
 is right where the network is weak (small sets of long spectra, many classes of similar shapes) and wrong where the
 network is strong, so the average of the two beats either (measured over 47 UCR problems: the user guide's
 training recipe page).
@@ -13,8 +13,12 @@ the value that minimises the log-loss of the leave-one-out scores, which a ridge
 scored by the ridge fitted to all the others). T is therefore fitted to how often and how confidently the ridge is
 right on cases it has not seen, not tuned on any benchmark.
 
-The transform is aeon's MiniRocket; the ridge is scikit-learn's RidgeClassifierCV with MiniRocket's own settings
-(features scaled by their standard deviation, penalties 10^-3 to 10^3), as aeon's MiniRocketClassifier fits it.
+A regressor's ridge predicts the target itself; its leave-one-out squared error, also in closed form, is the
+estimate of its error on unseen cases by which :func:`network_weight` weighs it against the network.
+
+The transform is aeon's MiniRocket; the ridges are scikit-learn's RidgeClassifierCV and RidgeCV with MiniRocket's
+own settings (features scaled by their standard deviation, penalties 10^-3 to 10^3), as aeon's MiniRocketClassifier
+and MiniRocketRegressor fit them.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
-from sklearn.linear_model import RidgeClassifierCV
+from sklearn.linear_model import RidgeClassifierCV, RidgeCV
 
-from tsrep.data.convert import ChannelStandardizer, fill_missing
+from tsrep.data.convert import ChannelStandardizer, fill_missing, finite_mean_std
 
 #: The shortest series MiniRocket reads (its kernels are 9 steps long): shorter ones are padded.
 MIN_LENGTH = 9
@@ -88,16 +92,14 @@ def leave_one_out_scores(ridge, features: np.ndarray, y, sample_weight=None) -> 
     return scores[:, 0] if scores.shape[1] == 1 else scores
 
 
-class CalibratedMiniRocket:
-    """MiniRocket features, a ridge classifier and a softmax temperature fitted on leave-one-out scores.
+class MiniRocketFeatures:
+    """MiniRocket's features of standardised series, scaled by their standard deviation on TRAIN: the part the
+    classifier's and the regressor's MiniRocket share.
 
-    fit(cases, y_index) with cases a list of (n_channels, n_timepoints_i) arrays and y_index (n,) class indices
-    0..n_classes-1; predict_proba(cases) -> (n, n_classes). Series are standardised per channel, missing values
-    interpolated, and every series padded with its channel's mean (or cut) to the longest training series.
-    """
+    Series are standardised per channel, missing values interpolated, and every series padded with its channel's
+    mean (or cut) to the longest training series."""
 
-    def __init__(self, n_classes: int, scaling: str = "standard", random_state: int = 0):
-        self.n_classes = n_classes
+    def __init__(self, scaling: str = "standard", random_state: int = 0):
         self.scaling = scaling
         self.random_state = random_state
 
@@ -126,14 +128,62 @@ class CalibratedMiniRocket:
     def _features(self, cases: list[np.ndarray]) -> np.ndarray:
         return self._transform(self._array(cases)) / self.feature_scale_
 
-    def fit(self, cases: list[np.ndarray], y_index: np.ndarray, sample_weight: np.ndarray | None = None):
+    def _fit_features(self, cases: list[np.ndarray]) -> np.ndarray:
+        """Fit the standardisation, the transform and the feature scale to TRAIN; (n, n_features) its features."""
         self.standardizer_ = ChannelStandardizer(self.scaling).fit(cases)
         self.n_channels_ = int(cases[0].shape[0])
         self.length_ = max(MIN_LENGTH, max(int(c.shape[1]) for c in cases))
         raw = self._fit_transform(self._array(cases))
         std = raw.std(axis=0)
         self.feature_scale_ = np.where(std > 0, std, 1.0)  # StandardScaler(with_mean=False), as aeon's pipeline
-        features = raw / self.feature_scale_
+        return raw / self.feature_scale_
+
+    # ------------------------------------------------------------------ model files (tsrep._serialization)
+    #: The MiniRocket's five parameter arrays (channel combinations, dilations, features per dilation, biases).
+    _TRANSFORM_ARRAYS = ("n_channels_per_combination", "channel_indices", "dilations", "n_features_per_dilation",
+                         "biases")
+
+    def _feature_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        arrays = dict(zip(self._TRANSFORM_ARRAYS, self.transform_.parameters))
+        arrays.update(feature_scale=self.feature_scale_, mean=self.standardizer_.mean_, std=self.standardizer_.std_)
+        settings = {"scaling": self.scaling, "random_state": self.random_state, "n_channels": self.n_channels_,
+                    "length": self.length_, "n_kernels": self.transform_.n_kernels_}
+        return settings, arrays
+
+    def _restore_features(self, settings: dict, arrays: dict[str, np.ndarray]) -> list[str]:
+        """Set the fitted transform, standardisation and feature scale from a saved state; the names of
+        standardisation arrays whose shapes are wrong (empty when all fit)."""
+        from aeon.transformations.collection.convolution_based import MiniRocket  # about 3 s: only when needed
+
+        self.n_channels_, self.length_ = int(settings["n_channels"]), int(settings["length"])
+        self.standardizer_ = ChannelStandardizer(self.scaling)
+        self.standardizer_.mean_, self.standardizer_.std_ = arrays["mean"], arrays["std"]
+        self.feature_scale_ = arrays["feature_scale"]
+        transform = MiniRocket(n_kernels=int(settings["n_kernels"]), random_state=self.random_state, n_jobs=1)
+        transform.parameters = tuple(arrays[name] for name in self._TRANSFORM_ARRAYS)
+        transform.n_kernels_, transform._n_jobs = int(settings["n_kernels"]), 1
+        transform.metadata_ = {"multivariate": self.n_channels_ > 1, "missing_values": False,
+                               "unequal_length": False, "n_cases": 0, "n_channels": self.n_channels_,
+                               "n_timepoints": self.length_}
+        transform.is_fitted = True
+        self.transform_ = transform
+        return [f"{name} {arrays[name].shape} (expected ({self.n_channels_},))" for name in ("mean", "std")
+                if tuple(arrays[name].shape) != (self.n_channels_,)]
+
+
+class CalibratedMiniRocket(MiniRocketFeatures):
+    """MiniRocket features, a ridge classifier and a softmax temperature fitted on leave-one-out scores.
+
+    fit(cases, y_index) with cases a list of (n_channels, n_timepoints_i) arrays and y_index (n,) class indices
+    0..n_classes-1; predict_proba(cases) -> (n, n_classes).
+    """
+
+    def __init__(self, n_classes: int, scaling: str = "standard", random_state: int = 0):
+        super().__init__(scaling, random_state)
+        self.n_classes = n_classes
+
+    def fit(self, cases: list[np.ndarray], y_index: np.ndarray, sample_weight: np.ndarray | None = None):
+        features = self._fit_features(cases)
         ridge = RidgeClassifierCV(alphas=ALPHAS, store_cv_results=True)
         ridge.fit(features, y_index, sample_weight=sample_weight)
         self.classes_seen_ = ridge.classes_.astype(np.int64)  # the class indices TRAIN holds
@@ -153,49 +203,100 @@ class CalibratedMiniRocket:
         proba[:, self.classes_seen_] = seen
         return proba
 
-    # ------------------------------------------------------------------ model files (tsrep._serialization)
-    #: The arrays of a fitted CalibratedMiniRocket, saved as tensors: the MiniRocket's five parameter arrays
-    #: (channel combinations, dilations, features per dilation, biases), the feature scale, the ridge, the
-    #: standardisation.
-    _TRANSFORM_ARRAYS = ("n_channels_per_combination", "channel_indices", "dilations", "n_features_per_dilation",
-                         "biases")
-
     def state(self) -> tuple[dict, dict[str, np.ndarray]]:
         """(JSON-able settings, named arrays) from which :meth:`from_state` rebuilds this fitted object."""
-        arrays = dict(zip(self._TRANSFORM_ARRAYS, self.transform_.parameters))
-        arrays.update(feature_scale=self.feature_scale_, coef=self.coef_, intercept=self.intercept_,
-                      classes_seen=self.classes_seen_, mean=self.standardizer_.mean_, std=self.standardizer_.std_)
-        settings = {"scaling": self.scaling, "random_state": self.random_state, "n_channels": self.n_channels_,
-                    "length": self.length_, "temperature": self.temperature_, "n_kernels": self.transform_.n_kernels_}
+        settings, arrays = self._feature_state()
+        arrays.update(coef=self.coef_, intercept=self.intercept_, classes_seen=self.classes_seen_)
+        settings["temperature"] = self.temperature_
         return settings, arrays
 
     @classmethod
     def from_state(cls, settings: dict, arrays: dict[str, np.ndarray], n_classes: int) -> CalibratedMiniRocket:
         """The fitted object `state` described; ValueError naming what does not fit together."""
-        from aeon.transformations.collection.convolution_based import MiniRocket  # about 3 s: only when needed
-
         self = cls(n_classes, settings["scaling"], settings["random_state"])
-        self.n_channels_, self.length_ = int(settings["n_channels"]), int(settings["length"])
+        wrong = self._restore_features(settings, arrays)
         self.temperature_ = float(settings["temperature"])
-        self.standardizer_ = ChannelStandardizer(self.scaling)
-        self.standardizer_.mean_, self.standardizer_.std_ = arrays["mean"], arrays["std"]
-        self.feature_scale_, self.coef_, self.intercept_ = arrays["feature_scale"], arrays["coef"], arrays["intercept"]
+        self.coef_, self.intercept_ = arrays["coef"], arrays["intercept"]
         self.classes_seen_ = arrays["classes_seen"].astype(np.int64)
-        transform = MiniRocket(n_kernels=int(settings["n_kernels"]), random_state=self.random_state, n_jobs=1)
-        transform.parameters = tuple(arrays[name] for name in self._TRANSFORM_ARRAYS)
-        transform.n_kernels_, transform._n_jobs = int(settings["n_kernels"]), 1
-        transform.metadata_ = {"multivariate": self.n_channels_ > 1, "missing_values": False,
-                               "unequal_length": False, "n_cases": 0, "n_channels": self.n_channels_,
-                               "n_timepoints": self.length_}
-        transform.is_fitted = True
-        self.transform_ = transform
-        n_features = len(self.feature_scale_)
-        expected = {"mean": (self.n_channels_,), "std": (self.n_channels_,), "intercept": (self.coef_.shape[0],),
-                    "coef": (1 if n_classes == 2 else len(self.classes_seen_), n_features)}
-        wrong = [f"{name} {arrays[name].shape} (expected {shape})" for name, shape in expected.items()
-                 if tuple(arrays[name].shape) != shape]
+        expected = {"intercept": (self.coef_.shape[0],),
+                    "coef": (1 if n_classes == 2 else len(self.classes_seen_), len(self.feature_scale_))}
+        wrong += [f"{name} {arrays[name].shape} (expected {shape})" for name, shape in expected.items()
+                  if tuple(arrays[name].shape) != shape]
         if wrong or not (np.all(self.classes_seen_ >= 0) and np.all(self.classes_seen_ < n_classes)):
             raise ValueError("the MiniRocket's arrays do not fit together: " + ("; ".join(wrong) or "classes_seen"))
         if not (self.temperature_ > 0 and np.isfinite(self.temperature_)):
             raise ValueError(f"the MiniRocket's temperature must be a positive number, got {self.temperature_!r}")
         return self
+
+
+class RidgeMiniRocket(MiniRocketFeatures):
+    """MiniRocket features and a ridge regression (penalty chosen by leave-one-out error), with that
+    leave-one-out mean squared error: the estimate of its error on unseen cases that a regressor's blend weighs.
+
+    fit(cases, y) with y (n,) targets; predict(cases) -> (n,) in y's units. As aeon's MiniRocketRegressor fits it
+    (RidgeCV, penalties 10^-3 to 10^3), on the standardised series the network reads and on targets standardised
+    by their training mean and standard deviation (``target_mean_``, ``target_std_``), so that ``loo_mse_`` is
+    in units of the training targets' variance (1.0: no better than answering the training mean)."""
+
+    def fit(self, cases: list[np.ndarray], y: np.ndarray, sample_weight: np.ndarray | None = None):
+        features = self._fit_features(cases)
+        mean, std = (float(v) for v in finite_mean_std(np.asarray(y, dtype=np.float64)))
+        self.target_mean_, self.target_std_ = mean, (std if std > 1e-12 else 1.0)
+        targets = (np.asarray(y, dtype=np.float64) - self.target_mean_) / self.target_std_
+        ridge = RidgeCV(alphas=ALPHAS, store_cv_results=True).fit(features, targets, sample_weight=sample_weight)
+        # Each case's squared leave-one-out error at the chosen penalty, times the case's weight when there are
+        # weights: their weighted mean is the sum over the sum of the weights.
+        squared = ridge.cv_results_[:, list(ridge.alphas).index(ridge.alpha_)]
+        total_weight = len(targets) if sample_weight is None else float(np.sum(sample_weight))
+        self.loo_mse_ = float(np.sum(squared) / total_weight)
+        self.alpha_ = float(ridge.alpha_)
+        self.coef_ = np.asarray(ridge.coef_, dtype=np.float64).reshape(-1)
+        self.intercept_ = float(ridge.intercept_)
+        return self
+
+    def predict(self, cases: list[np.ndarray]) -> np.ndarray:
+        return (self._features(cases) @ self.coef_ + self.intercept_) * self.target_std_ + self.target_mean_
+
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-able settings, named arrays) from which :meth:`from_state` rebuilds this fitted object."""
+        settings, arrays = self._feature_state()
+        arrays["coef"] = self.coef_
+        settings.update(intercept=self.intercept_, loo_mse=self.loo_mse_, alpha=self.alpha_,
+                        target_mean=self.target_mean_, target_std=self.target_std_)
+        return settings, arrays
+
+    @classmethod
+    def from_state(cls, settings: dict, arrays: dict[str, np.ndarray]) -> RidgeMiniRocket:
+        """The fitted object `state` described; ValueError naming what does not fit together."""
+        self = cls(settings["scaling"], settings["random_state"])
+        wrong = self._restore_features(settings, arrays)
+        self.coef_ = arrays["coef"]
+        self.intercept_, self.loo_mse_ = float(settings["intercept"]), float(settings["loo_mse"])
+        self.target_mean_, self.target_std_ = float(settings["target_mean"]), float(settings["target_std"])
+        self.alpha_ = float(settings["alpha"])
+        if tuple(self.coef_.shape) != self.feature_scale_.shape:
+            wrong.append(f"coef {self.coef_.shape} (expected {self.feature_scale_.shape})")
+        if wrong:
+            raise ValueError("the MiniRocket's arrays do not fit together: " + "; ".join(wrong))
+        numbers = (self.loo_mse_, self.intercept_, self.target_mean_, self.target_std_)
+        if not (all(np.isfinite(numbers)) and self.loo_mse_ >= 0 and self.target_std_ > 0):
+            raise ValueError(
+                "the MiniRocket's leave-one-out error, intercept and target standardisation must be finite (the "
+                f"error >= 0, the standard deviation > 0), got {numbers!r}"
+            )
+        return self
+
+
+def network_weight(network_mse: float | None, minirocket_mse: float) -> float:
+    """The network's share of a regressor's blended prediction (the MiniRocket's is the rest).
+
+    Each of the two is weighted inversely to its mean squared error on cases it did not train on (the classic
+    combination of two forecasts whose errors are unbiased: Bates and Granger, "The Combination of Forecasts",
+    Operational Research Quarterly 20(4), 1969): the network's on its validation split, at the epoch it keeps;
+    the MiniRocket's leave-one-out error. Both errors in the same units. Without a validation split
+    (network_mse None) the network has no such estimate, and the two are averaged with equal weights, as a
+    classifier's probabilities are."""
+    if network_mse is None or not np.isfinite(network_mse):
+        return 0.5
+    total = network_mse + minirocket_mse
+    return 0.5 if total <= 0 else float(minirocket_mse / total)

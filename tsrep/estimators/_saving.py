@@ -19,7 +19,7 @@ import tsrep.estimators
 from tsrep._serialization import ModelFileError, check_standardization, from_json, prefixed, read_model_file
 from tsrep._serialization import to_json, write_model_file
 from tsrep.data import ChannelStandardizer
-from tsrep.estimators._minirocket_blend import CalibratedMiniRocket
+from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, RidgeMiniRocket
 from tsrep.training.loop import History
 from tsrep.training.optim import resolve_optimizer
 
@@ -29,7 +29,7 @@ FITTED = (
     "patch_stride_", "max_tokens_", "conv_stem_", "validation_fraction_", "augmentation_", "pretrain_history_",
     "n_outputs_", "n_parameters_", "best_epoch_",
     "n_epochs_", "fit_time_millis_", "y_mean_", "y_std_", "max_epochs_", "min_steps_", "patience_", "label_smoothing_",
-    "mixup_", "precise_bn_", "blend_minirocket_",
+    "mixup_", "precise_bn_", "blend_minirocket_", "network_weight_",
 )
 NOT_SAVED = ("callbacks",)  # loaded models get callbacks=None
 
@@ -240,10 +240,14 @@ def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, w
     est.minirocket_ = None
     if "minirocket" in fitted:
         try:
-            est.minirocket_ = CalibratedMiniRocket.from_state(
-                fitted["minirocket"], {k: t.numpy() for k, t in prefixed(tensors, f"{prefix}minirocket.").items()},
-                est.n_classes_,
-            )
+            arrays = {k: t.numpy() for k, t in prefixed(tensors, f"{prefix}minirocket.").items()}
+            if est._task == "regression":
+                est.minirocket_ = RidgeMiniRocket.from_state(fitted["minirocket"], arrays)
+                weight = fitted.get("network_weight_")
+                if not (isinstance(weight, (int, float)) and 0.0 <= weight <= 1.0):
+                    raise ValueError(f"network_weight_ must be a number in [0, 1], got {weight!r}")
+            else:
+                est.minirocket_ = CalibratedMiniRocket.from_state(fitted["minirocket"], arrays, est.n_classes_)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{where} is corrupt: its MiniRocket ({exc})") from exc
     est.is_fitted = True

@@ -16,7 +16,7 @@ import torch
 from tsrep.data import as_case_list
 from tsrep.data.convert import finite_mean_std
 from tsrep.estimators._checks import check_class_labels, seed_from
-from tsrep.estimators._minirocket_blend import CalibratedMiniRocket
+from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, RidgeMiniRocket, network_weight
 from tsrep.training.losses import case_weights, class_weights, classification_loss, regression_loss
 from tsrep.training.loop import accuracy_score_fn
 
@@ -108,11 +108,19 @@ def resolve_precise_bn(value, task: str) -> bool:
 
 
 def resolve_blend_minirocket(value, task: str) -> bool:
-    """Whether a MiniRocket's probabilities are averaged with the network's: `value` itself, or for "auto" yes for
-    a classifier (measured over 47 UCR problems, three seeds: the user guide's training recipe page)."""
+    """Whether a MiniRocket's answer is blended with the network's: `value` itself, or for "auto" yes (a classifier:
+    measured over 47 UCR problems, three seeds; a regressor: over the three regression problems available
+    offline, three seeds; the user guide's training recipe page)."""
     if value == "auto":
-        return task == "classification"
+        return True
     return bool(value)
+
+
+def blended_budget(value, task: str) -> bool:
+    """Whether the network trains the smaller budget of a blended classifier (BLENDED_BUDGET_SHARE): a
+    classifier that blends a MiniRocket. A regressor's network keeps its budget: the smaller one was measured
+    for classifiers only."""
+    return task == "classification" and resolve_blend_minirocket(value, task)
 
 
 def mean_of(values: list[np.ndarray]) -> np.ndarray:
@@ -198,19 +206,41 @@ class SeriesRegressorMixin:
 
     def _fit(self, X, y):
         is_ensemble, sample_weight = self._fit_setup_recipe(X, y)
-        if is_ensemble:
-            return self
+        self.blend_minirocket_ = resolve_blend_minirocket(self.blend_minirocket, self._task)
         y = np.asarray(y, dtype=np.float64)
-        warm = self._warm()
-        if warm is not None:  # warm start: the head was trained on the previous fit's target units
-            self.y_mean_, self.y_std_ = warm["y_mean_"], warm["y_std_"]
-        else:
-            mean, std = (float(v) for v in finite_mean_std(y))  # no overflow for targets of any finite size
-            self.y_mean_ = mean
-            self.y_std_ = std if std > 1e-12 else 1.0
-        targets = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
         weights = case_weights(sample_weight, None, None)
-        return self._train(X, targets, 1, regression_loss, _negative_mse, weights=weights)
+        if not is_ensemble:
+            warm = self._warm()
+            if warm is not None:  # warm start: the head was trained on the previous fit's target units
+                self.y_mean_, self.y_std_ = warm["y_mean_"], warm["y_std_"]
+            else:
+                mean, std = (float(v) for v in finite_mean_std(y))  # no overflow for targets of any finite size
+                self.y_mean_ = mean
+                self.y_std_ = std if std > 1e-12 else 1.0
+            targets = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
+            self._train(X, targets, 1, regression_loss, _negative_mse, weights=weights)
+        # One MiniRocket for the whole estimator (an ensemble's members have none), fitted after the network.
+        self.minirocket_ = None
+        if self.blend_minirocket_:
+            self.minirocket_ = RidgeMiniRocket(self.scaling, seed_from(self.random_state)).fit(
+                as_case_list(X, trailing_nan_is_padding=True), y, None if weights is None else weights.numpy()
+            )
+            self.network_weight_ = network_weight(self._network_validation_mse(), self.minirocket_.loo_mse_)
+        return self
+
+    def _network_validation_mse(self) -> float | None:
+        """The network's squared error on its validation split at the epoch it keeps (an ensemble's: the mean
+        of its members'), in units of the training targets' variance as the MiniRocket counts its own; None
+        without a validation split."""
+        errors = []
+        for fit in self.estimators_ or [self]:
+            history = fit.history_
+            if not history.val_score or not 0 <= history.best_epoch < len(history.val_score):
+                return None
+            # A warm-started network keeps its first fit's standardisation: its error in the MiniRocket's units.
+            scale = (fit.y_std_ / self.minirocket_.target_std_) ** 2
+            errors.append(-history.val_score[history.best_epoch] * scale)
+        return float(np.mean(errors))
 
     def _n_classes(self) -> int | None:
         return None
@@ -222,14 +252,19 @@ class SeriesRegressorMixin:
 
     def _predict(self, X) -> np.ndarray:
         if self.estimators_:
-            return mean_of([m.predict(X) for m in self.estimators_])
-        out = self._outputs(X).squeeze(-1).double().numpy()
-        with np.errstate(over="ignore"):
-            predictions = out * self.y_std_ + self.y_mean_
-        if not np.isfinite(predictions).all():  # targets near float64's limit, and a network answering beyond them
-            bad = np.flatnonzero(~np.isfinite(predictions))
-            raise ValueError(
-                f"the predictions for X case(s) {', '.join(map(str, bad[:5]))} exceed float64's range in the units "
-                f"of y (training targets of std {self.y_std_:.3g}); rescale y before fitting"
-            )
+            predictions = mean_of([m.predict(X) for m in self.estimators_])
+        else:
+            out = self._outputs(X).squeeze(-1).double().numpy()
+            with np.errstate(over="ignore"):
+                predictions = out * self.y_std_ + self.y_mean_
+            if not np.isfinite(predictions).all():  # targets near float64's limit, and a network answering beyond them
+                bad = np.flatnonzero(~np.isfinite(predictions))
+                raise ValueError(
+                    f"the predictions for X case(s) {', '.join(map(str, bad[:5]))} exceed float64's range in the "
+                    f"units of y (training targets of std {self.y_std_:.3g}); rescale y before fitting"
+                )
+        if getattr(self, "minirocket_", None) is not None:
+            weight = self.network_weight_
+            minirocket = self.minirocket_.predict(as_case_list(X, trailing_nan_is_padding=True))
+            predictions = weight * predictions + (1.0 - weight) * minirocket
         return predictions

@@ -61,10 +61,10 @@ BASELINE_TRAINING = {
     ),
     "blend_minirocket": TRAINING["blend_minirocket"]._replace(
         default=False,
-        doc="Average the network's class probabilities with those of a MiniRocket fitted to the same training "
-            "data, as the EA-DC-Transformer classifier does by default (its ``blend_minirocket``). Off by default "
-            'so that a baseline answers as its paper did; "auto": on for a classifier. The value used is '
-            "``blend_minirocket_``.",
+        doc="Blend the network's answer with that of a MiniRocket fitted to the same training data, as the "
+            "EA-DC-Transformer estimators do by default (their ``blend_minirocket``: a classifier's probabilities "
+            "averaged, a regressor's predictions weighed by their held-out errors). Off by default so that a "
+            'baseline answers as its paper did; "auto": on. The value used is ``blend_minirocket_``.',
     ),
 }
 
@@ -152,7 +152,8 @@ class BackboneRegressor(_BackboneMixin, SeriesRegressorMixin, BaseRegressor):
     Attributes
     ----------
     {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ max_epochs_ min_steps_
-    patience_ mixup_ precise_bn_ augmentation_ y_mean_ y_std_ estimators_}
+    patience_ mixup_ precise_bn_ augmentation_ y_mean_ y_std_ blend_minirocket_ minirocket_ network_weight_
+    estimators_}
 
     See Also
     --------

@@ -286,8 +286,8 @@ class EADCTransformerRegressor(EADCTransformerBase, SeriesRegressorMixin, BaseRe
     Attributes
     ----------
     {attributes: module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_ max_epochs_ min_steps_
-    patience_ mixup_ precise_bn_ augmentation_ y_mean_ y_std_ patch_len_ patch_stride_ max_tokens_ conv_stem_
-    estimators_}
+    patience_ mixup_ precise_bn_ augmentation_ y_mean_ y_std_ blend_minirocket_ minirocket_ network_weight_ patch_len_
+    patch_stride_ max_tokens_ conv_stem_ estimators_}
 
     See Also
     --------
