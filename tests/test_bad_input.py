@@ -349,11 +349,38 @@ def test_a_list_of_labels_fits_as_its_array_does(make):
     (X[:1], np.array([1.0]), "X and y hold 1 case(s); fitting needs at least 2"),
     (X, np.column_stack([Y_REG, Y_REG]), "y must be 1-D with one target per case, got shape (8, 2)"),
     (X, np.where(np.arange(8) == 4, np.nan, Y_REG), "y contains NaN or infinite values"),
-], ids=["one case", "2-D y", "NaN target"])
+    (X, np.array(["low", "high"] * 4), "y must hold numbers for a regressor"),
+], ids=["one case", "2-D y", "NaN target", "class labels"])
 def test_bad_regression_data_is_named(X_bad, y_bad, message):
     with pytest.raises(ValueError) as raised:
         EADCTransformerRegressor(**TINY).fit(X_bad, y_bad)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("make, y", [
+    (lambda: EADCTransformerClassifier(**TINY), Y), (lambda: EADCTransformerRegressor(**TINY), Y_REG),
+], ids=["classifier", "regressor"])
+def test_a_column_vector_y_is_read_as_1d_with_a_warning(make, y):
+    # scikit-learn's estimators ravel a column vector with a DataConversionWarning; both tasks do the same.
+    from sklearn.exceptions import DataConversionWarning
+
+    with pytest.warns(DataConversionWarning, match="A column-vector y was passed"):
+        column = make().fit(X, y.reshape(-1, 1))
+    flat = make().fit(X, y)
+    np.testing.assert_array_equal(column.predict(X), flat.predict(X))
+
+
+def test_predicting_other_channels_is_named():
+    clf = EADCTransformerClassifier(**TINY).fit(X, Y)
+    with pytest.raises(ValueError, match=r"^X has 4 channel\(s\) but the model was fitted on 2; give the channels"):
+        clf.predict(np.repeat(X, 2, axis=1))  # X has two channels
+
+
+def test_a_misspelled_parameter_names_the_class_and_the_parameter_meant():
+    with pytest.raises(TypeError, match=r"EADCTransformerClassifier: .*'d_modle' \(did you mean 'd_model'\?\)"):
+        EADCTransformerClassifier(d_modle=16)
+    with pytest.raises(TypeError, match=r"BackboneClassifier: .*'zzz'$"):  # nothing close: no suggestion
+        BackboneClassifier(zzz=1)
 
 
 @pytest.mark.parametrize("fit_params, message", [

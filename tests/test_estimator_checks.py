@@ -39,7 +39,6 @@ def _sklearn_expected_failures(estimator):
         "check_n_features_in": "time series estimators record n_channels_ and metadata_, not n_features_in_",
         "check_n_features_in_after_fitting": "time series estimators record n_channels_ and metadata_",
         "check_requires_y_none": "aeon's message for y=None differs from sklearn's",
-        "check_supervised_y_2d": "aeon refuses 2-D y with its own error",
         "check_regressor_data_not_an_array": "lists of lists are read as unequal-length series",
         "check_classifier_data_not_an_array": "lists of lists are read as unequal-length series",
         "check_classifiers_train": "tabular toy data at 2 epochs is not a time-series accuracy test (see test_accuracy.py)",

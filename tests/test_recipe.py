@@ -68,6 +68,8 @@ def test_auto_min_steps_grows_with_the_number_of_classes():
     assert resolve_min_steps("auto", 37) == 37 * AUTO_STEPS_PER_CLASS == 2220  # Adiac's 37 classes
     assert resolve_min_steps("auto", None) == AUTO_MIN_STEPS  # a regressor
     assert resolve_min_steps(0, 37) == 0 and resolve_min_steps(50, 2) == 50  # an integer is taken as given
+    # An explicit epoch count is the one trained: the "auto" floor applies only with max_epochs="auto".
+    assert resolve_min_steps("auto", 2, max_epochs=1) == 0 and resolve_min_steps(50, 2, max_epochs=1) == 50
 
 
 def test_a_blended_network_trains_an_eighth_of_the_auto_epochs_and_step_floor_but_every_step_a_class():
@@ -97,12 +99,21 @@ def test_auto_min_steps_is_what_the_fit_trains():
     X, _ = _toy(20)
     y = np.arange(20)  # 20 classes of one case each: 20 * 60 = 1200 steps ...
     clf = EADCTransformerClassifier(
-        **{**TINY, "min_steps": "auto", "max_epochs": 1, "batch_size": 16, "blend_minirocket": False}
+        **{**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "blend_minirocket": False}
     )
     # ... in 2 steps per epoch: 600 epochs planned (the callback stops the fit after the first).
     clf.set_params(callbacks=StopAfterFirstEpoch()).fit(X, y)
     assert clf.min_steps_ == 1200
     assert StopAfterFirstEpoch.planned[-1] == 600 and clf.n_epochs_ == 1
+
+
+def test_an_explicit_max_epochs_is_the_number_trained():
+    # min_steps="auto" would raise 1 epoch of 2 steps to 600 epochs on this set; with max_epochs given it is 0.
+    X, y = _toy(20)
+    clf = EADCTransformerClassifier(**{**TINY, "min_steps": "auto", "max_epochs": 1, "batch_size": 16}).fit(X, y)
+    assert clf.min_steps_ == 0 and clf.n_epochs_ == 1
+    both = EADCTransformerClassifier(**{**TINY, "min_steps": 6, "max_epochs": 1, "batch_size": 16}).fit(X, y)
+    assert both.n_epochs_ == 3  # given both, the floor raises the epochs: 6 steps at 2 an epoch
 
 
 @pytest.mark.parametrize("blend, max_epochs, min_steps, epochs", [(False, 100, 800, 400), ("auto", 12, 120, 60)])

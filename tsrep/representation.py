@@ -172,7 +172,7 @@ class TSRepEncoder(BaseCollectionTransformer):
 
     >>> import os, tempfile
     >>> from tsrep import EADCTransformerClassifier
-    >>> path = encoder.save(os.path.join(tempfile.mkdtemp(), "encoder.pt"))
+    >>> path = encoder.save(os.path.join(tempfile.mkdtemp(), "encoder.safetensors"))
     >>> clf = EADCTransformerClassifier(pretrained_encoder=path, max_epochs=1, min_steps=0).fit(X, y)
     >>> clf.n_parameters_ > 0
     True

@@ -9,8 +9,8 @@ evolved logits of every attention layer for one series; :func:`tsrep.analysis.pl
 one row per layer and one column per head.
 
 A tiny EA-DC-Transformer is trained for eight epochs (at a high learning rate) on GunPoint. Its series have 150
-steps; the default ``patch_len="auto"`` turns them into overlapping patches of 8 steps every 4 steps, so the maps
-are 38 x 38.
+steps; the default ``patch_len="auto"`` (at most 32 tokens for a classifier) turns them into overlapping patches of
+10 steps every 5 steps, so the maps are 30 x 30.
 """
 
 from aeon.datasets import load_gunpoint

@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 import torch
 from aeon.utils.validation import check_n_jobs
+from aeon.utils.validation.collection import get_n_channels
 
 from tsrep.backbones import SeriesModel
 from tsrep.data import ChannelStandardizer, as_case_list
@@ -231,6 +232,16 @@ class DeepSeriesEstimator:
                 probe._prepare_X(X, fit=True)
 
     # ----------------------------------------------------------------- data
+    def _check_shape(self, X):
+        # aeon's check prints its message as a tuple; the same check, worded as tsrep's others.
+        if self.metadata_:
+            fitted, given = self.metadata_["n_channels"], get_n_channels(X)
+            if given != fitted:
+                raise ValueError(
+                    f"X has {given} channel(s) but the model was fitted on {fitted}; give the channels it was "
+                    "trained on, in the same order"
+                )
+
     def _preprocess_collection(self, X, store_metadata=True):
         X = masked_as_missing(X)  # before aeon's checks, which would drop a masked array's mask
         check_not_empty(X)
@@ -349,7 +360,7 @@ class DeepSeriesEstimator:
         blended = blended_budget(self.blend_minirocket, self._task)
         self.max_epochs_ = resolve_max_epochs(self.max_epochs, blended)
         self.min_steps_ = resolve_min_steps(
-            self.min_steps, n_outputs if self._task == "classification" else None, blended
+            self.min_steps, n_outputs if self._task == "classification" else None, blended, self.max_epochs
         )
         self.mixup_ = resolve_mixup(self.mixup, self._task)
         self.precise_bn_ = resolve_precise_bn(self.precise_bn, self._task)

@@ -199,6 +199,22 @@ def check_sample_weight(sample_weight, n_cases: int) -> np.ndarray | None:
     return w
 
 
+def column_as_1d(y):
+    """y as given, or a column vector (n, 1) as (n,) with scikit-learn's DataConversionWarning, as its
+    estimators take one (a one-column DataFrame included); the message is scikit-learn's, which its estimator
+    checks look for."""
+    values = getattr(y, "values", y)
+    if getattr(values, "ndim", None) == 2 and values.shape[1] == 1:
+        from sklearn.exceptions import DataConversionWarning
+
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; it is read as y.ravel()",
+            DataConversionWarning, stacklevel=4,
+        )
+        return np.asarray(values).ravel()
+    return y
+
+
 def check_class_labels(y) -> None:
     """ValueError naming y when class labels are missing (NaN, None), infinite or mix kinds (numbers and strings).
 

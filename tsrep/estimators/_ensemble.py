@@ -60,7 +60,7 @@ def member_budget(est) -> dict:
     if est.max_epochs == "auto":
         budget["max_epochs"] = resolve_max_epochs("auto", blended)
     if est.min_steps == "auto":
-        budget["min_steps"] = resolve_min_steps("auto", classes, blended)
+        budget["min_steps"] = resolve_min_steps("auto", classes, blended, est.max_epochs)
     return budget
 
 

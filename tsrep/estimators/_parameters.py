@@ -32,6 +32,7 @@ scikit-learn counts ``True`` as an integer; here a bool is accepted only where t
 from __future__ import annotations
 
 import abc
+import difflib
 import inspect
 import os
 import re
@@ -137,7 +138,8 @@ TRAINING = {
     "max_epochs": auto_over(
         _TRAIN["max_epochs"],
         f'"auto": {AUTO_MAX_EPOCHS}, or {_BLENDED_EPOCHS} where a MiniRocket is '
-        "averaged into the answer (``blend_minirocket_``; the members of an ensemble that blends train it too): the "
+        "averaged into a classifier's answer (``blend_minirocket_``; the members of an ensemble that blends train it "
+        "too; a regressor's network keeps the whole budget): the "
         f"blend holds the accuracy the last seven eighths of the steps buy the network alone {_MEASURED}. The value "
         "used is ``max_epochs_``.",
     ),
@@ -146,7 +148,9 @@ TRAINING = {
         f'"auto": {AUTO_MIN_STEPS}, and for a classifier at least {AUTO_STEPS_PER_CLASS} per class, because the steps '
         f"a problem needs grow with its classes {_MEASURED}; where a MiniRocket is averaged into the answer, as for "
         f"``max_epochs``, {_BLENDED_STEP_FLOOR} and the same {AUTO_STEPS_PER_CLASS} per class "
-        "(problems of many classes lost with fewer). The value used is ``min_steps_``.",
+        "(problems of many classes lost with fewer). The floor applies where max_epochs is \"auto\" too: with "
+        'an explicit max_epochs, "auto" is 0 and the epochs given are the ones trained (as the command line\'s '
+        "--max-epochs); give both to have both. The value used is ``min_steps_``.",
     ),
     "validation_fraction": Declared(
         "auto", [StrOptions({"auto"}), unit_interval("left")],
@@ -620,6 +624,16 @@ def constraints_of(*tables: dict) -> dict:
     return {name: entry[1] for table in tables for name, entry in table.items()}
 
 
+def _did_you_mean(params: dict, signature: inspect.Signature) -> str:
+    """' (did you mean ...?)' for the first keyword that is not a parameter and is close to one, else ''."""
+    names = list(signature.parameters)[1:]
+    for given in params:
+        if given not in signature.parameters:
+            close = difflib.get_close_matches(given, names, n=1)
+            return f" (did you mean {close[0]!r}?)" if close else ""
+    return ""
+
+
 def stored_parameters_init(cls: type, signature: inspect.Signature):
     """An ``__init__`` for `cls` taking exactly the parameters of `signature` (positionally or by keyword,
     with their defaults) and storing each untouched (scikit-learn's contract: ``get_params`` reads the
@@ -627,7 +641,10 @@ def stored_parameters_init(cls: type, signature: inspect.Signature):
     order, as a written one would. The explicit signature is what inspect and the documentation show."""
 
     def __init__(self, *args, **params):
-        bound = signature.bind(self, *args, **params)
+        try:
+            bound = signature.bind(self, *args, **params)
+        except TypeError as exc:  # inspect's message names neither the class nor what was meant
+            raise TypeError(f"{type(self).__name__}: {exc}{_did_you_mean(params, signature)}") from None
         bound.apply_defaults()
         for name, value in list(bound.arguments.items())[1:]:
             setattr(self, name, value)

@@ -15,7 +15,7 @@ import torch
 
 from tsrep.data import as_case_list
 from tsrep.data.convert import finite_mean_std
-from tsrep.estimators._checks import check_class_labels, seed_from
+from tsrep.estimators._checks import check_class_labels, column_as_1d, seed_from
 from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, RidgeMiniRocket, network_weight
 from tsrep.training.losses import case_weights, class_weights, classification_loss, regression_loss
 from tsrep.training.loop import accuracy_score_fn
@@ -67,12 +67,16 @@ def resolve_max_epochs(value, blended: bool = False) -> int:
     return round(AUTO_MAX_EPOCHS * (BLENDED_BUDGET_SHARE if blended else 1.0))
 
 
-def resolve_min_steps(value, n_classes: int | None, blended: bool = False) -> int:
-    """The least number of optimiser steps: `value` itself, or for "auto" the rule above.
+def resolve_min_steps(value, n_classes: int | None, blended: bool = False, max_epochs="auto") -> int:
+    """The least number of optimiser steps: `value` itself, or for "auto" the rule above where max_epochs is
+    "auto" too, and 0 where max_epochs is given: an epoch count the user gives is the one trained (as skorch's
+    max_epochs, and the command line's --max-epochs), never silently raised to hundreds of epochs on a small set.
 
     n_classes: the classifier's number of classes; None for a regressor. blended: as resolve_max_epochs."""
     if value != "auto":
         return int(value)
+    if max_epochs != "auto":
+        return 0
     share = BLENDED_BUDGET_SHARE if blended else 1.0
     return max(round(AUTO_MIN_STEPS * share), AUTO_STEPS_PER_CLASS * (n_classes or 0))
 
@@ -135,6 +139,7 @@ class SeriesClassifierMixin:
     _task = "classification"
 
     def _check_y(self, y, n_cases, update_classes=True, allow_single_class=False):
+        y = column_as_1d(y)
         check_class_labels(y)  # missing or mixed labels, named before aeon's generic checks
         if isinstance(y, (list, tuple)):  # scikit-learn takes a list of labels; aeon's check wants an array
             y = np.asarray(y)
@@ -193,8 +198,14 @@ class SeriesRegressorMixin:
     def _check_y(self, y, n_cases):
         # aeon refuses targets with two distinct values ("binary"); any finite real target is a
         # valid regression target here.
-        y = np.asarray(getattr(y, "values", y), dtype=np.float64)
-        if y.ndim == 2 and 1 in y.shape:  # a column or row vector: one target per case all the same
+        y = column_as_1d(y)
+        try:
+            y = np.asarray(getattr(y, "values", y), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"y must hold numbers for a regressor (one target per case): {exc}; class labels go to a classifier"
+            ) from None
+        if y.ndim == 2 and y.shape[0] == 1:  # a row vector: one target per case all the same
             y = y.reshape(-1)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D with one target per case, got shape {y.shape}")
