@@ -127,7 +127,7 @@ def test_the_auto_budget_a_fit_plans_is_cut_by_the_minirocket_blend(blend, max_e
     assert StopAfterFirstEpoch.planned[-1] == epochs and clf.n_epochs_ == 1
 
 
-def test_an_ensembles_members_train_the_budget_of_its_blend_and_a_regressor_is_never_cut():
+def test_an_ensembles_members_and_a_regressor_train_the_budget_of_their_blend():
     X, y = _toy(20)
     params = {**TINY, "min_steps": "auto", "max_epochs": "auto", "batch_size": 16, "callbacks": StopAfterFirstEpoch()}
     ens = EADCTransformerClassifier(**params, n_estimators=2).fit(X, y)
@@ -141,8 +141,11 @@ def test_an_ensembles_members_train_the_budget_of_its_blend_and_a_regressor_is_n
     assert [(m.max_epochs_, m.min_steps_) for m in alone.estimators_] == [(100, 800)] * 2
     given = EADCTransformerClassifier(**{**params, "max_epochs": 3, "min_steps": 10}, n_estimators=2).fit(X, y)
     assert [(m.max_epochs_, m.min_steps_) for m in given.estimators_] == [(3, 10)] * 2
+    # A regressor blends too (weighed by held-out errors), and its network trains the same smaller budget.
     reg = EADCTransformerRegressor(**params).fit(X, (y == "b").astype(float))
-    assert (reg.max_epochs_, reg.min_steps_) == (AUTO_MAX_EPOCHS, AUTO_MIN_STEPS)
+    assert reg.blend_minirocket_ and (reg.max_epochs_, reg.min_steps_) == (12, 100)
+    reg_alone = EADCTransformerRegressor(**params, blend_minirocket=False).fit(X, (y == "b").astype(float))
+    assert (reg_alone.max_epochs_, reg_alone.min_steps_) == (AUTO_MAX_EPOCHS, AUTO_MIN_STEPS)
 
 
 def test_auto_patience_stops_a_classifier_early_only_under_a_schedule_that_does_not_anneal():

@@ -47,7 +47,7 @@ from tsrep.estimators._parameters import LONG_RUNS, PREPROCESSING, TRAINING, che
 from tsrep.estimators._ensemble import clone_member, fit_members, members_train_together
 from tsrep.estimators._saving import load_estimator, save_estimator
 from tsrep.estimators._tasks import (
-    blended_budget, resolve_max_epochs, resolve_min_steps, resolve_mixup, resolve_patience,
+    resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps, resolve_mixup, resolve_patience,
     resolve_precise_bn, resolve_validation_fraction,
 )
 from tsrep.exceptions import InsufficientMemoryError
@@ -354,10 +354,9 @@ class DeepSeriesEstimator:
         rng = np.random.default_rng(seed)
         labels = stratify_on if stratify_on is not None else np.zeros(len(data))
         self.validation_fraction_ = resolve_validation_fraction(self.validation_fraction, len(data), self._task)
-        # A classifier's network whose answer a MiniRocket shares trains an eighth of the "auto" epochs and step
-        # floor, still every step a class (an ensemble that blends hands its members that budget:
-        # _ensemble.member_budget).
-        blended = blended_budget(self.blend_minirocket, self._task)
+        # A network whose answer a MiniRocket shares trains an eighth of the "auto" epochs and step floor, still
+        # every step a class (an ensemble that blends hands its members that budget: _ensemble.member_budget).
+        blended = resolve_blend_minirocket(self.blend_minirocket, self._task)
         self.max_epochs_ = resolve_max_epochs(self.max_epochs, blended)
         self.min_steps_ = resolve_min_steps(
             self.min_steps, n_outputs if self._task == "classification" else None, blended, self.max_epochs

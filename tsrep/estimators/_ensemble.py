@@ -28,7 +28,7 @@ from sklearn.base import clone
 
 from tsrep._io import atomic_write
 from tsrep.estimators._checks import resolve_device, seed_from
-from tsrep.estimators._tasks import blended_budget, resolve_max_epochs, resolve_min_steps
+from tsrep.estimators._tasks import resolve_blend_minirocket, resolve_max_epochs, resolve_min_steps
 from tsrep.training.distributed import is_distributed
 from tsrep.training.members import train_one, train_together, why_not_together
 from tsrep.training.resume import check_writable_directory
@@ -55,7 +55,7 @@ def member_budget(est) -> dict:
     budget (BLENDED_BUDGET_SHARE of the epochs and of the step floor), as a single blended estimator would, though
     the members blend nothing themselves; otherwise the network alone's. An explicit value is left to the member."""
     classes = est.n_classes_ if est._task == "classification" else None
-    blended = blended_budget(getattr(est, "blend_minirocket", False), est._task)
+    blended = resolve_blend_minirocket(getattr(est, "blend_minirocket", False), est._task)
     budget = {}
     if est.max_epochs == "auto":
         budget["max_epochs"] = resolve_max_epochs("auto", blended)

@@ -32,10 +32,11 @@ AUTO_MIN_VALIDATION_CASES = {"classification": 100, "regression": 10}
 AUTO_MAX_EPOCHS = 100
 AUTO_MIN_STEPS = 800
 AUTO_STEPS_PER_CLASS = 60
-#: A network whose probabilities are averaged with a MiniRocket's trains this share of the "auto" epochs and of
-#: the AUTO_MIN_STEPS floor: the MiniRocket holds the accuracy the last seven eighths of those steps buy the
-#: network alone (a half, a quarter and an eighth measured level with the full budget over 47 UCR problems,
-#: three seeds). The steps a class are kept whole: problems of many classes lost without them.
+#: A network whose answer is blended with a MiniRocket's trains this share of the "auto" epochs and of the
+#: AUTO_MIN_STEPS floor: the MiniRocket holds the accuracy the last seven eighths of those steps buy the network
+#: alone (a classifier: a half, a quarter and an eighth measured level with the full budget over 47 UCR problems,
+#: three seeds; a regressor: an eighth level or better on the three shipped regression problems, three seeds).
+#: The steps a class are kept whole: problems of many classes lost without them.
 BLENDED_BUDGET_SHARE = 0.125
 #: ``patience="auto"``: a classifier under a schedule that anneals over the whole budget is not stopped
 #: early (stopping would cut the annealing, where such a fit gets good, and a classifier's validation
@@ -118,13 +119,6 @@ def resolve_blend_minirocket(value, task: str) -> bool:
     if value == "auto":
         return True
     return bool(value)
-
-
-def blended_budget(value, task: str) -> bool:
-    """Whether the network trains the smaller budget of a blended classifier (BLENDED_BUDGET_SHARE): a
-    classifier that blends a MiniRocket. A regressor's network keeps its budget: the smaller one was measured
-    for classifiers only."""
-    return task == "classification" and resolve_blend_minirocket(value, task)
 
 
 def mean_of(values: list[np.ndarray]) -> np.ndarray:
