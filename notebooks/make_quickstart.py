@@ -85,13 +85,13 @@ cells = [
     ),
     new_markdown_cell(
         "## Checkpoints\n"
-        "`save` writes one file: the encoder's weights, a JSON configuration and the standardisation; it is read "
-        "with `torch.load(weights_only=True)`, so loading never runs pickled code. A classifier or regressor "
-        "starts from it with `pretrained_encoder=path` (only the output head is new; `freeze_encoder=True` trains "
-        "the head alone). This is also how extra unlabelled series enter: pretrain a `TSRepEncoder` on them."
+        "`save` writes one safetensors file: the encoder's weights and standardisation, with a JSON configuration "
+        "in its metadata; nothing in it is pickled, so loading never runs code. A classifier or regressor starts "
+        "from it with `pretrained_encoder=path` (only the output head is new; `freeze_encoder=True` trains the head "
+        "alone). This is also how extra unlabelled series enter: pretrain a `TSRepEncoder` on them."
     ),
     new_code_cell(
-        "path = encoder.save(os.path.join(OUT, 'basic_motions_encoder.pt'))\n"
+        "path = encoder.save(os.path.join(OUT, 'basic_motions_encoder.safetensors'))\n"
         "loaded = TSRepEncoder.load(path)\n"
         "print('transform identical after load:', np.array_equal(loaded.transform(X_test), Z_test))\n"
         "warm = EADCTransformerClassifier(pretrained_encoder=path, freeze_encoder=True, lr=1e-2, validation_fraction=0,\n"
