@@ -67,6 +67,13 @@ def finite_mean_std(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.nanmean(scaled, axis=-1) * scale[..., 0], np.nanstd(scaled, axis=-1) * scale[..., 0]
 
 
+def target_standardization(y: np.ndarray) -> tuple[float, float]:
+    """(mean, std) that regression targets are standardised with: those of `y` (of any finite magnitude), the
+    standard deviation 1 where the targets are (nearly) constant."""
+    mean, std = (float(v) for v in finite_mean_std(np.asarray(y, dtype=np.float64)))
+    return mean, (std if std > 1e-12 else 1.0)
+
+
 SCALINGS = ("standard", "symlog")
 
 

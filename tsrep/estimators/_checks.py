@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import torch
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_random_state
 
 from tsrep.data import ChannelStandardizer, as_case_list, fill_missing, pad_cases
@@ -205,8 +206,6 @@ def column_as_1d(y):
     checks look for."""
     values = getattr(y, "values", y)
     if getattr(values, "ndim", None) == 2 and values.shape[1] == 1:
-        from sklearn.exceptions import DataConversionWarning
-
         warnings.warn(
             "A column-vector y was passed when a 1d array was expected; it is read as y.ravel()",
             DataConversionWarning, stacklevel=4,

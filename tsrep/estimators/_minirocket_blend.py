@@ -31,7 +31,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
 from sklearn.linear_model import RidgeClassifierCV, RidgeCV
 
-from tsrep.data.convert import ChannelStandardizer, fill_missing, finite_mean_std
+from tsrep.data.convert import ChannelStandardizer, fill_missing, target_standardization
 
 #: The shortest series MiniRocket reads (its kernels are 9 steps long): shorter ones are padded.
 MIN_LENGTH = 9
@@ -240,8 +240,7 @@ class RidgeMiniRocket(MiniRocketFeatures):
 
     def fit(self, cases: list[np.ndarray], y: np.ndarray, sample_weight: np.ndarray | None = None):
         features = self._fit_features(cases)
-        mean, std = (float(v) for v in finite_mean_std(np.asarray(y, dtype=np.float64)))
-        self.target_mean_, self.target_std_ = mean, (std if std > 1e-12 else 1.0)
+        self.target_mean_, self.target_std_ = target_standardization(y)
         targets = (np.asarray(y, dtype=np.float64) - self.target_mean_) / self.target_std_
         ridge = RidgeCV(alphas=ALPHAS, store_cv_results=True).fit(features, targets, sample_weight=sample_weight)
         # Each case's squared leave-one-out error at the chosen penalty, times the case's weight when there are

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from tsrep.data import as_case_list
-from tsrep.data.convert import finite_mean_std
+from tsrep.data.convert import target_standardization
 from tsrep.estimators._checks import check_class_labels, column_as_1d, seed_from
 from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, RidgeMiniRocket, network_weight
 from tsrep.training.losses import case_weights, class_weights, classification_loss, regression_loss
@@ -219,9 +219,7 @@ class SeriesRegressorMixin:
             if warm is not None:  # warm start: the head was trained on the previous fit's target units
                 self.y_mean_, self.y_std_ = warm["y_mean_"], warm["y_std_"]
             else:
-                mean, std = (float(v) for v in finite_mean_std(y))  # no overflow for targets of any finite size
-                self.y_mean_ = mean
-                self.y_std_ = std if std > 1e-12 else 1.0
+                self.y_mean_, self.y_std_ = target_standardization(y)
             targets = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
             self._train(X, targets, 1, regression_loss, _negative_mse, weights=weights)
         # One MiniRocket for the whole estimator (an ensemble's members have none), fitted after the network.
