@@ -208,6 +208,19 @@ def test_a_blended_regressor_ensemble_fits_one_minirocket(regression_data, tmp_p
     np.testing.assert_array_equal(loaded.predict(X_new), ensemble.predict(X_new))
 
 
+def test_a_blended_regressor_takes_unequal_short_and_missing_series():
+    rng = np.random.default_rng(1)
+    lengths = [5, 7, 12, 6, 8, 11, 5, 9, 10, 6, 7, 12]  # below MiniRocket's 9 steps, and unequal
+    X = [rng.normal(size=(2, n)) for n in lengths]
+    X[3][0, 2] = np.nan
+    y = np.array([np.nanmean(x[0, :4]) for x in X])
+    reg = EADCTransformerRegressor(**TINY, blend_minirocket=True).fit(X, y)
+    predictions = reg.predict([rng.normal(size=(2, n)) for n in (4, 9, 20)])  # one longer than any in TRAIN
+    assert predictions.shape == (3,) and np.all(np.isfinite(predictions))
+    with pytest.raises(ValueError, match="y contains NaN"):
+        EADCTransformerRegressor(**TINY, blend_minirocket=True).fit(X, np.where(np.arange(12) == 2, np.nan, y))
+
+
 def test_a_corrupt_regression_minirocket_is_named(regression_data, tmp_path):
     X, y, _ = regression_data
     path = EADCTransformerRegressor(**TINY, blend_minirocket=True).fit(X, y).save(tmp_path / "reg.safetensors")
