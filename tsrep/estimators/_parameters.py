@@ -228,7 +228,7 @@ TRAINING = {
         "ridge's leave-one-out error; equal weights without a validation split), its network at the same smaller "
         "budget: over the three regression problems available offline (three seeds) the RMSE was 0.67 against "
         "2.97 for the network alone on Tecator, 0.0417 against 0.0432 on Covid3Month and 0.304 against 0.301 on "
-        "CardanoSentiment, at a sixth of the seconds. An ensemble (n_estimators) fits one MiniRocket for all its "
+        "CardanoSentiment, in 0.36 times the seconds. An ensemble (n_estimators) fits one MiniRocket for all its "
         'members. "auto": on. False: the network alone (the paper\'s protocol). The value used is '
         "``blend_minirocket_``; the fitted MiniRocket is ``minirocket_`` (a regressor's network share of the "
         "answer ``network_weight_``).",
