@@ -19,7 +19,8 @@ from tsrep._serialization import ModelFileError
 from tsrep.benchmarks import parse_config, run_benchmark
 from tsrep.data import as_case_list, load_archive
 from tsrep.estimators._minirocket_blend import (
-    ALPHAS, CalibratedMiniRocket, RidgeMiniRocket, fit_temperature, leave_one_out_scores, network_weight,
+    ALPHAS, FALLBACK_TEMPERATURE, CalibratedMiniRocket, RidgeMiniRocket, calibration_temperature, fit_temperature,
+    leave_one_out_scores, network_weight,
 )
 from tsrep.estimators.baselines import BackboneClassifier, BackboneRegressor
 
@@ -65,6 +66,34 @@ def test_temperature_minimises_the_log_loss():
     # Scores that are always right call for a sharp softmax; scores that say nothing for a flat one.
     assert fit_temperature(3 * np.eye(3)[y], y) < 0.1
     assert fit_temperature(rng.normal(size=(60, 3)), y) > 10 * t
+
+
+def test_cases_alone_in_their_class_do_not_calibrate():
+    rng = np.random.default_rng(1)
+    y = np.r_[rng.integers(0, 3, 40), 3, 4]  # classes 3 and 4: one training case each
+    scores = rng.normal(size=(42, 5)) + 2.0 * np.eye(5)[y]
+    scores[40:, 3:] = -3.0  # a ridge fitted without the class never scores it high: always wrong there
+    calibrating = np.arange(40)
+    t = calibration_temperature(scores, y)
+    assert t == pytest.approx(fit_temperature(scores[calibrating], y[calibrating]))
+    assert fit_temperature(scores, y) > 1.2 * t  # counted, the two would flatten every probability
+    weights = rng.uniform(0.5, 2.0, 42)
+    assert calibration_temperature(scores, y, weights) == pytest.approx(
+        fit_temperature(scores[calibrating], y[calibrating], weights[calibrating]))
+    assert calibration_temperature(scores[40:], np.array([0, 1])) == FALLBACK_TEMPERATURE
+
+
+def test_one_training_case_a_class_still_gives_the_minirocket_a_say(motions):
+    # Every class with one case: no leave-one-out score can calibrate, and the temperature fitted on them went to
+    # its bound (1000), where the MiniRocket's probabilities were uniform and the blend was the network alone.
+    X, y, X_test, y_test = motions
+    classes = np.unique(y)
+    first = [int(np.flatnonzero(y == c)[0]) for c in classes]
+    minirocket = CalibratedMiniRocket(len(classes)).fit(as_case_list(X[first]), np.arange(len(classes)))
+    assert minirocket.temperature_ == FALLBACK_TEMPERATURE
+    proba = minirocket.predict_proba(as_case_list(X_test))
+    assert proba.max(axis=1).mean() > 0.5  # uniform would be 0.25
+    assert np.mean(classes[proba.argmax(axis=1)] == y_test) > 0.6
 
 
 def test_blend_is_the_mean_of_the_network_alone_and_the_minirocket(motions):
