@@ -2,7 +2,9 @@
 
 A cell fitted with ``blend_minirocket=False`` stores the network's test probabilities. The blended estimator of
 the same seed and step budget trains the same network (the MiniRocket is fitted after it and draws nothing from
-its random streams) and answers the mean of those probabilities and its MiniRocket's; by default it trains a
+its random streams) and answers a weighted mean of those probabilities and its MiniRocket's (equal weights from 32
+training cases, a quarter for the network below: tsrep.estimators._minirocket_blend.classifier_network_weight); by
+default it trains a
 smaller budget than the network alone, and ``--blended`` reads its own cells instead (their networks recovered).
 This script fits that MiniRocket (tsrep.estimators._minirocket_blend.CalibratedMiniRocket, seeded with the
 cell's seed as the estimator seeds it) on each problem's TRAIN and scores the blend on TEST, so the blend's
@@ -31,13 +33,13 @@ from tsrep.benchmarks.config import load_config
 from tsrep.benchmarks.published import published_results
 from tsrep.benchmarks.store import ResultStore
 from tsrep.data import as_case_list, load_archive
-from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, torch_threads_kept
+from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, classifier_network_weight, torch_threads_kept
 
 
 #: --blended: how far below zero a recovered network probability may come out (it is then clipped). The refitted
 #: MiniRocket can differ from the cell's in the fourth decimal (measured: one ArrowHead cell, -0.0008).
 RECOVERY_TOLERANCE = 0.01
-#: --rules: the network's weight in a weighted mean with the MiniRocket (0.5 is the estimator's blend).
+#: --rules: the network's weight in a weighted mean with the MiniRocket (0.5 is the estimator's blend from 32 cases).
 RULE_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
@@ -79,9 +81,10 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
     """One row per stored (problem, seed) of `model`: dataset, seed, network, minirocket, blend accuracies, seconds;
     for each of `partners` (CalibratedTransforms), its accuracy alone, blended with the network, and its seconds.
 
-    blended: the cells are blended estimators (the default classifier), whose stored probabilities are the mean of
-    the network's and the MiniRocket's: the network's are recovered as twice the stored ones minus the MiniRocket's
-    (the same MiniRocket, refitted here with the cell's seed)."""
+    blended: the cells are blended estimators (the default classifier), whose stored probabilities are the weighted
+    mean w * network + (1 - w) * MiniRocket (w the estimator's network weight for the problem's TRAIN size): the
+    network's are recovered as (stored - (1 - w) * MiniRocket) / w (the same MiniRocket, refitted here with the
+    cell's seed). The blend columns use the same weight."""
     frame = store.frame()
     frame = frame[(frame.model == model) & (frame.status == "ok") & frame.dataset.isin(datasets)]
     # A store resumed under other defaults holds a problem's seed twice (the old key's row is kept): the newest.
@@ -92,6 +95,7 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
         X, y = load_archive(dataset, split="train", offline=data_dir or True)
         X_test, _ = load_archive(dataset, split="test", offline=data_dir or True)
         train_cases, test_cases = as_case_list(X), as_case_list(X_test)  # once a problem, not once a cell
+        weight = classifier_network_weight(len(train_cases))
         for cell in cells.itertuples():
             if cell.key not in outputs:
                 continue
@@ -104,7 +108,7 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
             mr_proba = minirocket.predict_proba(test_cases)
             recovery_error = 0.0
             if blended:
-                network = 2 * network - mr_proba
+                network = (network - (1 - weight) * mr_proba) / weight
                 recovery_error = max(-float(network.min()), 0.0)
                 if recovery_error > RECOVERY_TOLERANCE or not np.allclose(network.sum(axis=1), 1, atol=1e-4):
                     raise SystemExit(f"{dataset} seed {cell.seed}: the stored probabilities are not a blend with this "
@@ -114,8 +118,9 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
             rows.append({
                 "dataset": dataset, "seed": int(cell.seed), "network": accuracy(classes, targets, network),
                 "minirocket": accuracy(classes, targets, mr_proba),
-                "blend": accuracy(classes, targets, (network + mr_proba) / 2),
-                "temperature": minirocket.temperature_, "minirocket_seconds": time.perf_counter() - start,
+                "blend": accuracy(classes, targets, weight * network + (1 - weight) * mr_proba),
+                "network_weight": weight, "temperature": minirocket.temperature_,
+                "minirocket_seconds": time.perf_counter() - start,
                 "network_seconds": float(cell.seconds), "recovery_error": recovery_error,
                 "_network": network, "_minirocket": mr_proba, "_classes": classes, "_targets": targets,
             })
@@ -124,13 +129,15 @@ def blend_cells(store: ResultStore, model: str, datasets: list[str], data_dir=No
                 proba = CalibratedTransforms(len(classes), partner, int(cell.seed)).fit(
                     train_cases, index).predict_proba(test_cases)
                 rows[-1].update({f"{partner} alone": accuracy(classes, targets, proba),
-                                 f"network + {partner}": accuracy(classes, targets, (network + proba) / 2),
+                                 f"network + {partner}": accuracy(
+                                     classes, targets, weight * network + (1 - weight) * proba),
                                  f"{partner} seconds": time.perf_counter() - start})
     return pd.DataFrame(rows)
 
 
 def seeds_averaged(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per problem: the seeds' networks averaged, alone and blended with the first seed's MiniRocket."""
+    """Per problem: the seeds' networks averaged, alone and blended with the first seed's MiniRocket (the
+    estimator's weights)."""
     rows = []
     for dataset, group in cells.groupby("dataset", sort=False):
         first = group.iloc[0]
@@ -138,7 +145,8 @@ def seeds_averaged(cells: pd.DataFrame) -> pd.DataFrame:
         rows.append({"dataset": dataset, "n_seeds": len(group),
                      "networks averaged": accuracy(first["_classes"], first["_targets"], network),
                      "networks averaged + MiniRocket": accuracy(
-                         first["_classes"], first["_targets"], (network + first["_minirocket"]) / 2)})
+                         first["_classes"], first["_targets"],
+                         first["network_weight"] * network + (1 - first["network_weight"]) * first["_minirocket"])})
     return pd.DataFrame(rows).set_index("dataset")
 
 

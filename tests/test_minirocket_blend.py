@@ -19,8 +19,8 @@ from tsrep._serialization import ModelFileError
 from tsrep.benchmarks import parse_config, run_benchmark
 from tsrep.data import as_case_list, load_archive
 from tsrep.estimators._minirocket_blend import (
-    ALPHAS, FALLBACK_TEMPERATURE, CalibratedMiniRocket, RidgeMiniRocket, calibration_temperature, fit_temperature,
-    leave_one_out_scores, network_weight,
+    ALPHAS, FALLBACK_TEMPERATURE, SMALL_SET_CASES, SMALL_SET_NETWORK_WEIGHT, CalibratedMiniRocket, RidgeMiniRocket,
+    calibration_temperature, classifier_network_weight, fit_temperature, leave_one_out_scores, network_weight,
 )
 from tsrep.estimators.baselines import BackboneClassifier, BackboneRegressor
 
@@ -105,6 +105,18 @@ def test_blend_is_the_mean_of_the_network_alone_and_the_minirocket(motions):
     expected = (alone.predict_proba(X_test) + blended.minirocket_.predict_proba(list(X_test))) / 2
     np.testing.assert_allclose(blended.predict_proba(X_test), expected, rtol=0, atol=1e-12)
     assert 0 < blended.minirocket_.temperature_ < np.inf
+    assert blended.network_weight_ == 0.5 and len(y) >= SMALL_SET_CASES
+
+
+def test_below_32_cases_the_minirocket_carries_three_quarters_of_the_blend(motions):
+    X, y, X_test, _ = motions
+    small = np.concatenate([np.flatnonzero(y == c)[:6] for c in np.unique(y)])  # 24 cases, six a class
+    blended = EADCTransformerClassifier(**TINY).fit(X[small], y[small])
+    alone = EADCTransformerClassifier(**TINY, blend_minirocket=False).fit(X[small], y[small])
+    assert blended.network_weight_ == SMALL_SET_NETWORK_WEIGHT == 0.25
+    expected = 0.25 * alone.predict_proba(X_test) + 0.75 * blended.minirocket_.predict_proba(list(X_test))
+    np.testing.assert_allclose(blended.predict_proba(X_test), expected, rtol=0, atol=1e-12)
+    assert [classifier_network_weight(n) for n in (1, 31, 32, 10_000)] == [0.25, 0.25, 0.5, 0.5]
 
 
 def test_an_ensemble_blends_its_members_mean_with_one_minirocket(motions):
@@ -122,6 +134,7 @@ def test_saved_blend_predicts_the_same(motions, tmp_path, n_estimators):
     clf = EADCTransformerClassifier(**TINY, n_estimators=n_estimators).fit(X, y)
     loaded = EADCTransformerClassifier.load(clf.save(tmp_path / "clf.safetensors"))
     assert loaded.blend_minirocket_ and loaded.minirocket_.temperature_ == clf.minirocket_.temperature_
+    assert loaded.network_weight_ == clf.network_weight_
     np.testing.assert_array_equal(loaded.predict_proba(X_test), clf.predict_proba(X_test))
 
 
@@ -136,6 +149,37 @@ def test_a_damaged_minirocket_in_a_model_file_is_named_at_load(motions, tmp_path
     tensors["minirocket.coef"] = tensors["minirocket.coef"][:, :-5].contiguous()
     save_file(tensors, str(path), metadata=metadata)
     with pytest.raises(ModelFileError, match="MiniRocket.*coef"):
+        EADCTransformerClassifier.load(path)
+
+
+def _rewrite_fitted(path, **changes):
+    """Rewrite fitted attributes in a model file's JSON document (None: remove the attribute)."""
+    import json
+
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata()
+    document = json.loads(metadata["tsrep"])
+    for name, value in changes.items():
+        if value is None:
+            document["fitted"].pop(name)
+        else:
+            document["fitted"][name] = value
+    metadata["tsrep"] = json.dumps(document)
+    save_file(load_file(str(path)), str(path), metadata=metadata)
+
+
+def test_a_classifier_file_without_a_network_weight_averages_and_a_bad_one_is_named(motions, tmp_path):
+    X, y, X_test, _ = motions
+    clf = EADCTransformerClassifier(**TINY).fit(X, y)
+    path = clf.save(tmp_path / "clf.safetensors")
+    _rewrite_fitted(path, network_weight_=None)  # as a file written before the blend had weights
+    loaded = EADCTransformerClassifier.load(path)
+    assert loaded.network_weight_ == 0.5
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), clf.predict_proba(X_test))
+    _rewrite_fitted(path, network_weight_=1.5)
+    with pytest.raises(ModelFileError, match=r"network_weight_ must be a number in \[0, 1\], got 1.5"):
         EADCTransformerClassifier.load(path)
 
 

@@ -244,10 +244,12 @@ def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, w
             if est._task == "regression":
                 est.minirocket_ = RidgeMiniRocket.from_state(fitted["minirocket"], arrays)
                 weight = fitted.get("network_weight_")
-                if not (isinstance(weight, (int, float)) and 0.0 <= weight <= 1.0):
-                    raise ValueError(f"network_weight_ must be a number in [0, 1], got {weight!r}")
             else:
                 est.minirocket_ = CalibratedMiniRocket.from_state(fitted["minirocket"], arrays, est.n_classes_)
+                # A classifier saved before its blend had weights averaged the two.
+                weight = est.network_weight_ = fitted.get("network_weight_", 0.5)
+            if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and 0.0 <= weight <= 1.0):
+                raise ValueError(f"network_weight_ must be a number in [0, 1], got {weight!r}")
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{where} is corrupt: its MiniRocket ({exc})") from exc
     est.is_fitted = True

@@ -16,7 +16,9 @@ import torch
 from tsrep.data import as_case_list
 from tsrep.data.convert import target_standardization
 from tsrep.estimators._checks import check_class_labels, column_as_1d, seed_from
-from tsrep.estimators._minirocket_blend import CalibratedMiniRocket, RidgeMiniRocket, network_weight
+from tsrep.estimators._minirocket_blend import (
+    CalibratedMiniRocket, RidgeMiniRocket, classifier_network_weight, network_weight,
+)
 from tsrep.training.losses import case_weights, class_weights, classification_loss, regression_loss
 from tsrep.training.loop import accuracy_score_fn
 
@@ -156,6 +158,7 @@ class SeriesClassifierMixin:
             self.minirocket_ = CalibratedMiniRocket(self.n_classes_, self.scaling, seed_from(self.random_state)).fit(
                 as_case_list(X, trailing_nan_is_padding=True), index, None if weights is None else weights.numpy()
             )
+            self.network_weight_ = classifier_network_weight(len(index))
         return self
 
     def _n_classes(self) -> int | None:
@@ -172,7 +175,9 @@ class SeriesClassifierMixin:
         else:
             proba = torch.softmax(self._outputs(X), dim=1).double().numpy()
         if getattr(self, "minirocket_", None) is not None:
-            proba = (proba + self.minirocket_.predict_proba(as_case_list(X, trailing_nan_is_padding=True))) / 2
+            weight = self.network_weight_
+            minirocket = self.minirocket_.predict_proba(as_case_list(X, trailing_nan_is_padding=True))
+            proba = weight * proba + (1.0 - weight) * minirocket
         return proba
 
     def _predict(self, X) -> np.ndarray:

@@ -245,6 +245,7 @@ class EADCTransformerClassifier(EADCTransformerBase, SeriesClassifierMixin, Base
     ----------
     {attributes: classes_ n_classes_ module_ n_parameters_ history_ best_epoch_ n_epochs_ validation_fraction_
     max_epochs_ min_steps_ patience_ augmentation_ label_smoothing_ mixup_ precise_bn_ blend_minirocket_ minirocket_
+    network_weight_
     patch_len_ patch_stride_ max_tokens_ conv_stem_ estimators_}
 
     See Also
