@@ -43,6 +43,19 @@ def test_offpanel_config_is_off_both_panels_and_on_disk():
     assert offpanel.published == dev.published and offpanel.published_split == "fold0"
 
 
+def test_small_config_is_off_the_47_and_the_holdout_and_split_at_32_cases():
+    dev47, holdout, small = load_config("ucr-dev47"), load_config("ucr-holdout"), load_config("ucr-small")
+    assert len(small.datasets) == 11 == len(set(small.datasets))
+    assert not set(small.datasets) & (set(dev47.datasets) | set(holdout.datasets))
+    assert set(small.datasets) <= set(list_datasets("ucr", available_offline=True))
+    assert small.models == ["ea-dc-transformer", "aeon:minirocket"] and small.seeds == [0, 1, 2]
+    assert not small.params and not small.model_params and not small.grid  # the defaults
+    below, above = small.groups["below 32 cases"], small.groups["32 cases or more"]
+    assert sorted(below + above) == sorted(small.datasets)
+    sizes = {name: len(load_archive(name, "train", offline=True)[1]) for name in small.datasets}
+    assert all(sizes[d] < 32 for d in below) and all(32 <= sizes[d] <= 55 for d in above)
+
+
 def _series_lengths(name: str) -> set[int]:
     """The lengths of a problem's series on disk, TRAIN and TEST (a list of arrays where they differ)."""
     lengths = set()

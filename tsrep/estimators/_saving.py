@@ -239,21 +239,26 @@ def _rebuild(cls, document: dict, tensors: dict, prefix: str, overrides: dict, w
         est.module_ = module.train(bool(fitted.get("module_training", False)))
     est.minirocket_ = None
     if "minirocket" in fitted:
-        try:
-            arrays = {k: t.numpy() for k, t in prefixed(tensors, f"{prefix}minirocket.").items()}
-            if est._task == "regression":
-                est.minirocket_ = RidgeMiniRocket.from_state(fitted["minirocket"], arrays)
-                weight = fitted.get("network_weight_")
-            else:
-                est.minirocket_ = CalibratedMiniRocket.from_state(fitted["minirocket"], arrays, est.n_classes_)
-                # A classifier saved before its blend had weights averaged the two.
-                weight = est.network_weight_ = fitted.get("network_weight_", 0.5)
-            if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and 0.0 <= weight <= 1.0):
-                raise ValueError(f"network_weight_ must be a number in [0, 1], got {weight!r}")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"{where} is corrupt: its MiniRocket ({exc})") from exc
+        _restore_minirocket(est, fitted, tensors, prefix, where)
     est.is_fitted = True
     return est
+
+
+def _restore_minirocket(est, fitted: dict, tensors: dict, prefix: str, where: str) -> None:
+    """Set a blended estimator's MiniRocket and the network's share of the answer from its model file."""
+    try:
+        arrays = {k: t.numpy() for k, t in prefixed(tensors, f"{prefix}minirocket.").items()}
+        if est._task == "regression":
+            est.minirocket_ = RidgeMiniRocket.from_state(fitted["minirocket"], arrays)
+            weight = fitted.get("network_weight_")
+        else:
+            est.minirocket_ = CalibratedMiniRocket.from_state(fitted["minirocket"], arrays, est.n_classes_)
+            # A classifier saved before its blend had weights averaged the two.
+            weight = est.network_weight_ = fitted.get("network_weight_", 0.5)
+        if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and 0.0 <= weight <= 1.0):
+            raise ValueError(f"network_weight_ must be a number in [0, 1], got {weight!r}")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"{where} is corrupt: its MiniRocket ({exc})") from exc
 
 
 def load(path, **params):
