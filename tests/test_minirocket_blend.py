@@ -359,6 +359,25 @@ def test_the_benchmark_script_blends_stored_cells_as_the_estimator_does(blend_sc
     assert "network + minirocket: +0.0000 a problem against network + MiniRocket" in capsys.readouterr().out
 
 
+def test_the_benchmark_script_blends_a_small_set_with_the_estimators_weight(blend_script, tmp_path):
+    # Coffee has 28 training cases: the estimator's network weighs a quarter, and the script must recover the
+    # network of a blended cell with that weight (not as twice the stored mean minus the MiniRocket).
+    params = {k: v for k, v in TINY.items() if k != "random_state"}
+    cells = {}
+    for name, extra in (("alone", {"blend_minirocket": False}), ("blended", {})):
+        config = parse_config({"name": f"coffee-{name}", "datasets": ["Coffee"], "models": ["ea-dc-transformer"],
+                               "seeds": [0], "params": {**params, **extra}, "data": {"offline": True}})
+        store, _ = run_benchmark(config, tmp_path / name, threads=1, progress=False)
+        cells[name] = blend_script.blend_cells(store, "ea-dc-transformer", ["Coffee"], blended=name == "blended")
+    alone, blended = cells["alone"], cells["blended"]
+    assert alone.network_weight[0] == blended.network_weight[0] == SMALL_SET_NETWORK_WEIGHT
+    np.testing.assert_allclose(blended["_network"][0], alone["_network"][0], rtol=0, atol=1e-5)
+    assert blended.blend[0] == alone.blend[0]
+    X, y = load_archive("Coffee", split="train", offline=True)
+    X_test, y_test = load_archive("Coffee", split="test", offline=True)
+    assert alone.blend[0] == EADCTransformerClassifier(**TINY).fit(X, y).score(X_test, y_test)
+
+
 def test_the_benchmark_scripts_blend_rules_score_each_combination(blend_script):
     # --rules: weighted means, the geometric mean and the more confident model, on vectors where they disagree.
 
