@@ -170,16 +170,13 @@ def _rewrite_fitted(path, **changes):
     save_file(load_file(str(path)), str(path), metadata=metadata)
 
 
-def test_a_classifier_file_without_a_network_weight_averages_and_a_bad_one_is_named(motions, tmp_path):
-    X, y, X_test, _ = motions
-    clf = EADCTransformerClassifier(**TINY).fit(X, y)
-    path = clf.save(tmp_path / "clf.safetensors")
-    _rewrite_fitted(path, network_weight_=None)  # as a file written before the blend had weights
-    loaded = EADCTransformerClassifier.load(path)
-    assert loaded.network_weight_ == 0.5
-    np.testing.assert_array_equal(loaded.predict_proba(X_test), clf.predict_proba(X_test))
-    _rewrite_fitted(path, network_weight_=1.5)
-    with pytest.raises(ModelFileError, match=r"network_weight_ must be a number in \[0, 1\], got 1.5"):
+@pytest.mark.parametrize("weight", [None, 1.5, True])
+def test_a_classifier_file_with_a_missing_or_bad_network_weight_is_named(motions, tmp_path, weight):
+    X, y, _, _ = motions
+    path = EADCTransformerClassifier(**TINY).fit(X, y).save(tmp_path / "clf.safetensors")
+    _rewrite_fitted(path, network_weight_=weight)  # None: removed
+    with pytest.raises(ModelFileError, match=r"network_weight_ must be a number in \[0, 1\], got "
+                                             + {None: "None", 1.5: "1.5", True: "True"}[weight]):
         EADCTransformerClassifier.load(path)
 
 

@@ -34,6 +34,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.linear_model import RidgeClassifierCV, RidgeCV
 
 from tsrep.data.convert import ChannelStandardizer, fill_missing, target_standardization
+from tsrep.nn.patching import AUTO_STEM_MIN_CASES
 
 #: The shortest series MiniRocket reads (its kernels are 9 steps long): shorter ones are padded.
 MIN_LENGTH = 9
@@ -42,8 +43,9 @@ ALPHAS = np.logspace(-3, 3, 10)
 #: The temperatures searched, on a log scale; beyond them the probabilities no longer change at float precision.
 TEMPERATURE_BOUNDS = (1e-3, 1e3)
 #: A classifier trained on fewer than SMALL_SET_CASES cases gives its network SMALL_SET_NETWORK_WEIGHT of the
-#: blend (the MiniRocket the rest); from SMALL_SET_CASES cases on, half. See classifier_network_weight.
-SMALL_SET_CASES = 32
+#: blend (the MiniRocket the rest); from SMALL_SET_CASES cases on, half. See classifier_network_weight. The
+#: boundary is the convolutional stem's: the weight was measured on the sets whose network has no stem.
+SMALL_SET_CASES = AUTO_STEM_MIN_CASES
 SMALL_SET_NETWORK_WEIGHT = 0.25
 #: The temperature when no training case can calibrate it (every class has one case): the median of the
 #: temperatures fitted on 47 UCR problems that can (0.26; quartiles 0.19 and 0.51; the user guide's training

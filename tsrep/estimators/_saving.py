@@ -250,11 +250,9 @@ def _restore_minirocket(est, fitted: dict, tensors: dict, prefix: str, where: st
         arrays = {k: t.numpy() for k, t in prefixed(tensors, f"{prefix}minirocket.").items()}
         if est._task == "regression":
             est.minirocket_ = RidgeMiniRocket.from_state(fitted["minirocket"], arrays)
-            weight = fitted.get("network_weight_")
         else:
             est.minirocket_ = CalibratedMiniRocket.from_state(fitted["minirocket"], arrays, est.n_classes_)
-            # A classifier saved before its blend had weights averaged the two.
-            weight = est.network_weight_ = fitted.get("network_weight_", 0.5)
+        weight = fitted.get("network_weight_")
         if isinstance(weight, bool) or not (isinstance(weight, (int, float)) and 0.0 <= weight <= 1.0):
             raise ValueError(f"network_weight_ must be a number in [0, 1], got {weight!r}")
     except (KeyError, TypeError, ValueError) as exc:
